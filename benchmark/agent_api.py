@@ -1,0 +1,78 @@
+"""What an agent is: a search policy that picks actions, and operators that turn actions into files.
+
+One engine step = one action = one node, so every step is a checkpoint. Policies keep their own small
+JSON state (agendas, counters); anything derivable from the node store is derived, not stored.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+if TYPE_CHECKING:
+    from benchmark.journal import Node, NodeStore
+    from benchmark.llm import LLMCall, LLMClient
+    from benchmark.task import TaskSpec
+
+
+@dataclass(frozen=True)
+class Action:
+    operator: str  # key into Agent.operators, e.g. "improve", "debug", "tune"
+    parents: tuple[str, ...] = ()  # node ids the operator works from
+    hints: dict[str, Any] = field(default_factory=dict)  # JSON-able operator arguments
+    tag: str = ""  # policy bookkeeping shown in logs, e.g. "debug_of:0004"
+
+
+@dataclass
+class Proposal:
+    """What an operator returns: the new editable files, or why there are none."""
+
+    files: dict[str, str]  # full contents of every editable file after the edit
+    plan: str = ""
+    edit_ok: bool = True  # parsed and applied; False = a failed edit (recorded, no experiment spent)
+    changed: bool = True  # False = a no-op edit (recorded, no experiment spent)
+    feedback: str = ""  # why the edit failed or was a no-op, for the next prompt
+    llm_calls: list[LLMCall] = field(default_factory=list)
+
+
+@dataclass
+class OpContext:
+    task: TaskSpec
+    store: NodeStore  # read-only use: nodes, files, best
+    llm: LLMClient | None  # None for agents that declare uses_llm=False
+    rng: random.Random  # derived from (seed, step): deterministic on resume
+    steps_left: int
+
+
+Operator = Callable[[OpContext, "list[Node]", Action], Proposal]
+
+
+class Policy(Protocol):
+    def next_action(self, store: NodeStore, rng: random.Random) -> Action | None:
+        """The next action, or None when the policy has nothing left to try."""
+
+    def observe(self, node: Node, store: NodeStore) -> None:
+        """Update state after a node finished (debug agendas, visit counts, ...)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """JSON state checkpointed after every node."""
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class Agent:
+    policy: Policy
+    operators: dict[str, Operator]
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """How a plugin registers an agent: `register(AgentSpec(...))` inside researchbench_register_agents."""
+
+    name: str
+    config_class: type  # a dataclass with a `name: str` field; becomes the Hydra option agent=<name>
+    build: Callable[[Any, TaskSpec], Agent]  # (validated config object, task) -> Agent
+    uses_llm: bool = True
+    description: str = ""
