@@ -1,0 +1,280 @@
+"""LLMClient against litellm's mock_response and a loopback OpenAI-compatible stub: never the network."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything imports litellm
+
+import pytest
+
+from benchmark.errors import BudgetExhausted, UserError
+from benchmark.llm import LLMCall, LLMClient, LLMConfig, Usage, missing_credentials
+
+try:
+    from tests.llm_server import (
+        EMPTY,
+        HANG,
+        MALFORMED,
+        NO_CHOICES,
+        RATE_LIMIT,
+        SERVER_ERROR,
+        UNAUTHORIZED,
+        UNAVAILABLE,
+        BAD_REQUEST,
+        StubLLMServer,
+        llm_server,  # noqa: F401 - pytest fixture
+        ok,
+    )
+except ImportError:  # tests/ imported as a rootless directory
+    from llm_server import (  # type: ignore[no-redef]
+        EMPTY,
+        HANG,
+        MALFORMED,
+        NO_CHOICES,
+        RATE_LIMIT,
+        SERVER_ERROR,
+        UNAUTHORIZED,
+        UNAVAILABLE,
+        BAD_REQUEST,
+        StubLLMServer,
+        llm_server,  # noqa: F401
+        ok,
+    )
+
+REPO = Path(__file__).resolve().parents[1]
+MOCK_CALL_USD = 1.35e-05  # gpt-4o-mini mock: 10 prompt + 20 completion tokens
+MSGS = [{"role": "user", "content": "propose an improvement"}]
+
+
+@pytest.fixture(autouse=True)
+def _offline_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    monkeypatch.setenv("STUB_KEY", "x")
+
+
+def stub_cfg(server: StubLLMServer, **overrides: object) -> LLMConfig:
+    base = dict(
+        model="openai/test-model",
+        api_base=server.url,
+        api_key_env="STUB_KEY",
+        max_retries=3,
+        retry_backoff_s=0.01,
+        timeout_s=5.0,
+    )
+    base.update(overrides)
+    return LLMConfig(**base)  # type: ignore[arg-type]
+
+
+# -- retries -------------------------------------------------------------------------------------
+
+
+def test_rate_limit_then_success_counts_two_attempts(llm_server: StubLLMServer) -> None:
+    llm_server.script(RATE_LIMIT, ok("hello"))
+    call = LLMClient(stub_cfg(llm_server)).complete(MSGS)
+    assert call.error == ""
+    assert call.response == "hello"
+    assert call.attempts == 2
+    assert llm_server.hits == 2
+    assert (call.prompt_tokens, call.completion_tokens) == (11, 7)
+
+
+def test_request_carries_our_settings(llm_server: StubLLMServer) -> None:
+    LLMClient(stub_cfg(llm_server, temperature=0.3, max_tokens=77)).complete(MSGS)
+    body = llm_server.requests[0]
+    assert body["model"] == "test-model"
+    assert body["messages"] == MSGS
+    assert body["temperature"] == 0.3
+    assert body["max_tokens"] == 77
+
+
+@pytest.mark.parametrize("failure", [SERVER_ERROR, UNAVAILABLE, RATE_LIMIT], ids=lambda b: b.kind)
+def test_persistent_failure_is_bounded_and_returned(llm_server: StubLLMServer, failure) -> None:
+    llm_server.always(failure)
+    client = LLMClient(stub_cfg(llm_server, max_retries=2))
+    call = client.complete(MSGS)  # must not raise
+    assert llm_server.hits == 3
+    assert call.attempts == 3
+    assert call.error and call.response == ""
+    assert client.usage.failed_calls == 1 and client.usage.calls == 1
+
+
+@pytest.mark.parametrize("failure", [UNAUTHORIZED, BAD_REQUEST], ids=lambda b: b.kind)
+def test_auth_and_bad_request_are_not_retried(llm_server: StubLLMServer, failure) -> None:
+    llm_server.always(failure)
+    call = LLMClient(stub_cfg(llm_server, max_retries=3)).complete(MSGS)
+    assert llm_server.hits == 1
+    assert call.attempts == 1
+    assert call.error
+
+
+def test_hang_times_out_within_bound(llm_server: StubLLMServer) -> None:
+    llm_server.always(HANG)
+    client = LLMClient(stub_cfg(llm_server, timeout_s=0.5, max_retries=1, retry_backoff_s=0.01))
+    started = time.monotonic()
+    call = client.complete(MSGS)
+    elapsed = time.monotonic() - started
+    assert llm_server.hits == 2
+    assert "Timeout" in call.error
+    assert elapsed < (1 + 1) * 0.5 + 1.5, elapsed
+
+
+@pytest.mark.parametrize("failure", [EMPTY, MALFORMED, NO_CHOICES], ids=lambda b: b.kind)
+def test_bad_replies_are_retried_then_reported(llm_server: StubLLMServer, failure) -> None:
+    llm_server.always(failure)
+    call = LLMClient(stub_cfg(llm_server, max_retries=2)).complete(MSGS)
+    assert llm_server.hits == 3
+    assert call.error and call.response == ""
+
+
+def test_empty_reply_then_success(llm_server: StubLLMServer) -> None:
+    llm_server.script(EMPTY, ok("second try"))
+    call = LLMClient(stub_cfg(llm_server)).complete(MSGS)
+    assert (call.response, call.attempts, call.error) == ("second try", 2, "")
+
+
+# -- accounting and caps -------------------------------------------------------------------------
+
+
+def test_usd_cap_refuses_the_call_that_would_pass_it() -> None:
+    client = LLMClient(LLMConfig(model="gpt-4o-mini", mock_responses=["a", "b"], usd_cap=3e-5))
+    first, second = client.complete(MSGS), client.complete(MSGS)
+    assert (first.response, second.response) == ("a", "b")  # mock replies cycle in order
+    assert first.usd == pytest.approx(MOCK_CALL_USD)
+    assert client.usage.usd == pytest.approx(2 * MOCK_CALL_USD)
+    with pytest.raises(BudgetExhausted):
+        client.complete(MSGS)
+    assert client.usage.calls == 2
+
+
+def test_token_cap() -> None:
+    client = LLMClient(LLMConfig(model="gpt-4o-mini", mock_responses=["a"], token_cap=50))
+    assert client.complete(MSGS).prompt_tokens == 10
+    with pytest.raises(BudgetExhausted):
+        client.complete(MSGS)  # 30 used + a typical 30 would pass 50
+
+
+def test_unknown_price_is_none_and_counted(llm_server: StubLLMServer) -> None:
+    client = LLMClient(stub_cfg(llm_server, usd_cap=1.0))
+    call = client.complete(MSGS)
+    assert call.error == "" and call.usd is None
+    assert client.usage.unknown_cost_calls == 1
+    assert client.usage.usd == 0.0
+    assert json.loads(json.dumps(call.to_dict()))["usd"] is None
+
+
+def test_usage_round_trips_and_resume_continues_mock_cycle() -> None:
+    cfg = LLMConfig(model="gpt-4o-mini", mock_responses=["a", "b", "c"])
+    client = LLMClient(cfg)
+    client.complete(MSGS)
+    saved = json.loads(json.dumps(client.usage.to_dict()))
+    restored = Usage.from_dict(saved)
+    assert restored == client.usage
+    resumed = LLMClient(cfg, usage=restored)
+    assert resumed.complete(MSGS).response == "b"
+    assert resumed.usage.calls == 2
+
+
+def test_llm_call_round_trips() -> None:
+    call = LLMClient(LLMConfig(mock_responses=["hi"])).complete(MSGS)
+    raw = json.loads(json.dumps(call.to_dict()))
+    assert LLMCall.from_dict(raw) == call
+    assert raw["messages"] == MSGS
+
+
+# -- record / replay -----------------------------------------------------------------------------
+
+
+def test_record_then_replay_offline_is_byte_identical(tmp_path: Path) -> None:
+    texts = ["first ```py\nx = 1\n```\n", "second: ünïcödé \u2028 and \\n escapes\r\n"]
+    prompts = [[{"role": "user", "content": "one"}], [{"role": "user", "content": "two"}]]
+    with StubLLMServer() as server:
+        server.script(*(ok(t) for t in texts))
+        cfg = stub_cfg(server, cache="record", cache_dir=str(tmp_path))
+        recorded = [LLMClient(cfg).complete(p) for p in prompts]
+        hits = server.hits
+    assert [c.response for c in recorded] == texts
+    assert hits == 2
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".json", ".json"]  # no tmp files left
+
+    replay_cfg = LLMConfig(**{**cfg.__dict__, "cache": "replay"})
+    replayer = LLMClient(replay_cfg)
+    replayed = [replayer.complete(p) for p in prompts]
+    assert [c.response.encode() for c in replayed] == [t.encode() for t in texts]
+    assert all(c.cached and c.attempts == 0 and c.error == "" for c in replayed)
+    assert [(c.prompt_tokens, c.completion_tokens, c.usd) for c in replayed] == [(11, 7, None)] * 2
+    assert server.hits == hits
+
+
+def test_replay_miss_is_an_error_record(tmp_path: Path) -> None:
+    client = LLMClient(LLMConfig(model="openai/nowhere", cache="replay", cache_dir=str(tmp_path)))
+    call = client.complete(MSGS)
+    assert call.error.startswith("replay cache miss")
+    assert client.usage.failed_calls == 1
+
+
+def test_auto_mode_calls_once_then_hits(llm_server: StubLLMServer, tmp_path: Path) -> None:
+    llm_server.script(ok("cached answer"))
+    client = LLMClient(stub_cfg(llm_server, cache="auto", cache_dir=str(tmp_path)))
+    first, second = client.complete(MSGS), client.complete(MSGS)
+    assert llm_server.hits == 1
+    assert (first.cached, second.cached) == (False, True)
+    assert second.response == first.response == "cached answer"
+    other = client.complete([{"role": "user", "content": "different"}])
+    assert llm_server.hits == 2 and not other.cached
+
+
+def test_cache_hits_count_nominally_against_caps(tmp_path: Path) -> None:
+    """A replay stops where the recorded run stopped; spent_usd shows nothing was paid."""
+    base = dict(model="gpt-4o-mini", mock_responses=["a", "b"], cache_dir=str(tmp_path))
+    recorder = LLMClient(LLMConfig(**base, cache="record"))
+    recorder.complete([{"role": "user", "content": "1"}])
+    recorder.complete([{"role": "user", "content": "2"}])
+    replayer = LLMClient(LLMConfig(**base, cache="replay", usd_cap=3e-5))
+    calls = [replayer.complete([{"role": "user", "content": str(i)}]) for i in (1, 2)]
+    assert [c.usd for c in calls] == [pytest.approx(MOCK_CALL_USD)] * 2
+    assert replayer.usage.usd == pytest.approx(2 * MOCK_CALL_USD)
+    assert replayer.usage.spent_usd == pytest.approx(0.0)
+    assert replayer.usage.cached_calls == 2
+    with pytest.raises(BudgetExhausted):
+        replayer.complete([{"role": "user", "content": "3"}])
+
+
+def test_bad_cache_settings_are_user_errors() -> None:
+    with pytest.raises(UserError, match="cache_dir"):
+        LLMClient(LLMConfig(cache="record"))
+    with pytest.raises(UserError, match="replay"):
+        LLMClient(LLMConfig(cache="sometimes", cache_dir="x"))
+
+
+# -- credentials and import hygiene --------------------------------------------------------------
+
+
+def test_missing_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    line = missing_credentials(LLMConfig(model="gpt-4o-mini"))
+    assert line is not None and "OPENAI_API_KEY" in line and "agent=optuna" in line
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert missing_credentials(LLMConfig(model="gpt-4o-mini")) is None
+
+    monkeypatch.delenv("MY_GATEWAY_KEY", raising=False)
+    assert "MY_GATEWAY_KEY" in (missing_credentials(LLMConfig(api_key_env="MY_GATEWAY_KEY")) or "")
+    assert missing_credentials(LLMConfig(mock_responses=["x"])) is None
+    assert missing_credentials(LLMConfig(model="openai/qwen", api_base="http://localhost:8000/v1")) is None
+    assert missing_credentials(LLMConfig(model="ollama/llama3.1")) is None
+
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    assert "GEMINI_API_KEY" in (missing_credentials(LLMConfig(model="gemini/gemini-2.5-flash")) or "")
+
+
+def test_import_does_not_load_litellm() -> None:
+    code = "import sys, benchmark.llm; assert 'litellm' not in sys.modules, 'litellm imported'"
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
