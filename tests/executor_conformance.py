@@ -1,0 +1,426 @@
+"""The behaviour every executor backend owes the harness, as a reusable pytest base class.
+
+A backend's test module subclasses `ExecutorConformance` and implements `make_executor()`:
+
+    class TestModal(ExecutorConformance):
+        isolated = True
+        def make_executor(self) -> Executor:
+            return ModalExecutor(ModalExecutorConfig(...))
+
+Jobs are small Python scripts written into the job's workdir and run with `self.python`, the same
+way agent code runs. `isolated = True` adds the sandbox checks (no hidden files, no network, no
+writes outside the workspace); set it False only for an explicitly unsandboxed backend.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from benchmark.executors.base import Executor, Job, JobResult, Limits
+
+REPO = Path(__file__).resolve().parents[1]
+SLACK_S = 10.0  # generous margin for "returned within timeout + slack"
+
+
+def make_job(
+    tmp_path: Path,
+    code: str,
+    *args: str,
+    python: str = sys.executable,
+    name: str = "job",
+    timeout_s: float = 20.0,
+    **fields: object,
+) -> Job:
+    """A job that runs `code` (dedented) as a script in its own fresh workdir under tmp_path."""
+    base = tmp_path / name
+    workdir = base / "work"
+    workdir.mkdir(parents=True)
+    (workdir / "main.py").write_text(textwrap.dedent(code))
+    return Job(
+        argv=(python, "main.py", *args),
+        workdir=workdir,
+        stdout_path=base / "stdout.txt",
+        stderr_path=base / "stderr.txt",
+        timeout_s=timeout_s,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def run(executor: Executor, job: Job) -> tuple[JobResult, str, str]:
+    """Submit, wait (bounded), and return the result with both captured streams."""
+    result = executor.submit(job).result(timeout=job.timeout_s + 60)
+    out = job.stdout_path.read_text(errors="replace") if job.stdout_path.exists() else ""
+    err = job.stderr_path.read_text(errors="replace") if job.stderr_path.exists() else ""
+    return result, out, err
+
+
+class LoopbackServer:
+    """A TCP listener on the host's loopback that records whether anyone connected."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
+BACKGROUND_WRITER = """
+    import os, sys, time
+    target, keep_pipes = sys.argv[1], sys.argv[2] == "1"
+    if os.fork() == 0:
+        os.setsid()  # leave the job's process group and session
+        if os.fork() == 0:
+            if not keep_pipes:
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+            time.sleep(1.0)
+            for _ in range(50):
+                with open(target, "a") as f:
+                    f.write("still alive\\n")
+                time.sleep(0.1)
+            os._exit(0)
+        os._exit(0)
+    time.sleep(0.3)
+    print("main done", flush=True)
+"""
+
+
+class ExecutorConformance:
+    """Subclass, implement `make_executor`, and the whole suite runs against that backend."""
+
+    python: str = sys.executable
+    isolated: bool = True  # the backend sandboxes files and network
+
+    def make_executor(self) -> Executor:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def executor(self) -> Iterator[Executor]:
+        ex = self.make_executor()
+        try:
+            yield ex
+        finally:
+            ex.shutdown()
+
+    def job(self, tmp_path: Path, code: str, *args: str, **fields: object) -> Job:
+        return make_job(tmp_path, code, *args, python=self.python, **fields)
+
+    def require_isolation(self) -> None:
+        if not self.isolated:
+            pytest.skip("backend runs jobs unsandboxed")
+
+    # -- basics ------------------------------------------------------------------------------
+
+    def test_describes_itself(self, executor: Executor) -> None:
+        assert executor.name
+        assert executor.capacity >= 1
+        assert executor.sandbox_mode in ("bwrap", "modal", "none")
+
+    def test_exit_code_and_both_streams(self, executor: Executor, tmp_path: Path) -> None:
+        job = self.job(tmp_path, """
+            import sys
+            print("to stdout")
+            print("to stderr", file=sys.stderr)
+            sys.exit(3)
+        """)
+        result, out, err = run(executor, job)
+        assert result.exit_code == 3 and not result.timed_out and not result.error
+        assert not result.ok
+        assert out == "to stdout\n" and err == "to stderr\n"
+        assert not result.stdout_truncated and not result.stderr_truncated
+
+    def test_success_is_ok(self, executor: Executor, tmp_path: Path) -> None:
+        result, out, _ = run(executor, self.job(tmp_path, "print('fine')"))
+        assert result.ok and result.exit_code == 0 and out == "fine\n"
+        assert result.seconds >= 0
+
+    def test_killed_by_signal_is_negative(self, executor: Executor, tmp_path: Path) -> None:
+        job = self.job(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+        result, _, _ = run(executor, job)
+        assert result.exit_code == -9 and not result.timed_out
+
+    def test_cwd_is_workdir_and_stdin_empty(self, executor: Executor, tmp_path: Path) -> None:
+        job = self.job(tmp_path, "import os, sys; print(os.getcwd()); print(repr(sys.stdin.read()))")
+        result, out, _ = run(executor, job)
+        assert result.ok
+        assert out.splitlines() == [str(job.workdir), "''"]
+
+    def test_env_is_clean_plus_job_env(
+        self, executor: Executor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-parent-secret")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-parent-secret")
+        monkeypatch.setenv("RESEARCHBENCH_SECRET_PROBE", "leaked")
+        job = self.job(
+            tmp_path,
+            "import json, os; print(json.dumps(dict(os.environ)))",
+            env={"MY_SETTING": "42"},
+            limits=Limits(cpus=3),
+        )
+        result, out, _ = run(executor, job)
+        assert result.ok
+        import json
+
+        env = json.loads(out)
+        assert env["MY_SETTING"] == "42"
+        assert "OPENAI_API_KEY" not in env and "ANTHROPIC_API_KEY" not in env
+        assert "RESEARCHBENCH_SECRET_PROBE" not in env
+        assert not any("secret" in v for v in env.values())
+        assert env["HOME"] == "/tmp" and env["TMPDIR"] == "/tmp"
+        assert env["OMP_NUM_THREADS"] == "3" and env["MKL_NUM_THREADS"] == "3"
+        assert env["CUDA_VISIBLE_DEVICES"] == ""
+        assert env["PYTHONDONTWRITEBYTECODE"] == "1"
+
+    def test_missing_binary_is_an_error_result(self, executor: Executor, tmp_path: Path) -> None:
+        job = self.job(tmp_path, "")
+        job = Job(
+            argv=("researchbench-no-such-binary-xyz", "--flag"),
+            workdir=job.workdir,
+            stdout_path=job.stdout_path,
+            stderr_path=job.stderr_path,
+            timeout_s=5,
+        )
+        result = executor.submit(job).result(timeout=60)
+        assert result.error and "researchbench-no-such-binary-xyz" in result.error
+        assert not result.ok and not result.timed_out
+
+    def test_missing_workdir_is_an_error_result(self, executor: Executor, tmp_path: Path) -> None:
+        job = Job(
+            argv=(self.python, "-c", "pass"),
+            workdir=tmp_path / "does-not-exist",
+            stdout_path=tmp_path / "o.txt",
+            stderr_path=tmp_path / "e.txt",
+            timeout_s=5,
+        )
+        result = executor.submit(job).result(timeout=60)
+        assert result.error and not result.ok
+
+    # -- timeouts and leftovers -----------------------------------------------------------
+
+    def test_timeout_kills_the_whole_tree(self, executor: Executor, tmp_path: Path) -> None:
+        marker = tmp_path / "out" / "child-wrote.txt"
+        marker.parent.mkdir()
+        job = self.job(
+            tmp_path,
+            """
+            import subprocess, sys, time
+            # A child in the same group that would write after the timeout, then sleep forever.
+            subprocess.Popen([sys.executable, "-c",
+                "import time, sys; time.sleep(2.0); open(sys.argv[1], 'w').write('x')",
+                sys.argv[1]])
+            print("sleeping", flush=True)
+            while True:
+                time.sleep(1)
+            """,
+            str(marker),
+            timeout_s=1.0,
+            writable=(marker.parent,),
+        )
+        t0 = time.monotonic()
+        result, out, _ = run(executor, job)
+        assert result.timed_out and result.exit_code is None and not result.ok
+        assert time.monotonic() - t0 < job.timeout_s + SLACK_S
+        assert "sleeping" in out
+        time.sleep(2.0)
+        assert not marker.exists(), "a child of the timed-out job survived it"
+
+    @pytest.mark.parametrize("keep_pipes", [False, True], ids=["daemonized", "holding-pipes"])
+    def test_background_process_dies_with_job(
+        self, executor: Executor, tmp_path: Path, keep_pipes: bool
+    ) -> None:
+        outdir = tmp_path / "outdir"
+        outdir.mkdir()
+        target = outdir / "written-after-job.txt"
+        job = self.job(
+            tmp_path, BACKGROUND_WRITER, str(target), "1" if keep_pipes else "0",
+            writable=(outdir,), timeout_s=30,
+        )
+        t0 = time.monotonic()
+        result, out, _ = run(executor, job)
+        assert result.exit_code == 0 and "main done" in out
+        assert time.monotonic() - t0 < 1.0 + SLACK_S  # did not wait for the escapee
+        time.sleep(2.2)
+        assert not target.exists(), "a setsid double-forked process outlived its job"
+
+    def test_next_job_runs_after_a_timeout(self, executor: Executor, tmp_path: Path) -> None:
+        slow = self.job(tmp_path, "import time; time.sleep(60)", name="slow", timeout_s=0.5)
+        assert run(executor, slow)[0].timed_out
+        result, out, _ = run(executor, self.job(tmp_path, "print('next')", name="next"))
+        assert result.ok and out == "next\n"
+
+    # -- output capture ------------------------------------------------------------------
+
+    def test_output_cap_keeps_head_and_tail(self, executor: Executor, tmp_path: Path) -> None:
+        cap = 10_000
+        job = self.job(
+            tmp_path,
+            """
+            import sys
+            print("FIRST LINE")
+            for i in range(20000):
+                print(f"line {i:06d} " + "x" * 40)
+            print("Traceback: the interesting end", file=sys.stderr)
+            print("LAST LINE")
+            """,
+            output_cap_bytes=cap,
+        )
+        result, out, err = run(executor, job)
+        assert result.ok
+        assert result.stdout_truncated and not result.stderr_truncated
+        assert job.stdout_path.stat().st_size <= cap
+        assert out.startswith("FIRST LINE\n") and out.endswith("LAST LINE\n")
+        assert "bytes dropped" in out
+        assert err == "Traceback: the interesting end\n"
+
+    # -- paths ---------------------------------------------------------------------------
+
+    def test_readonly_and_writable_paths(self, executor: Executor, tmp_path: Path) -> None:
+        data = tmp_path / "data"
+        data.mkdir()
+        (data / "train.csv").write_text("a,b\n1,2\n")
+        outdir = tmp_path / "outdir"
+        outdir.mkdir()
+        job = self.job(
+            tmp_path,
+            """
+            import sys
+            data, outdir = sys.argv[1], sys.argv[2]
+            print(open(data + "/train.csv").read().splitlines()[1])
+            open(outdir + "/pred.txt", "w").write("ok")
+            open("in_workdir.txt", "w").write("ok")
+            open("/tmp/scratch.txt", "w").write("ok")
+            """,
+            str(data), str(outdir),
+            readonly=(data,), writable=(outdir,),
+        )
+        result, out, err = run(executor, job)
+        assert result.ok, err
+        assert out == "1,2\n"
+        assert (outdir / "pred.txt").read_text() == "ok"
+        assert (job.workdir / "in_workdir.txt").read_text() == "ok"
+
+    # -- isolation (sandboxed backends) --------------------------------------------------
+
+    def test_hidden_files_are_absent(self, executor: Executor, tmp_path: Path) -> None:
+        self.require_isolation()
+        hidden = tmp_path / "hidden"
+        hidden.mkdir()
+        (hidden / "test_labels.csv").write_text("SECRET-LABELS\n")
+        job = self.job(
+            tmp_path,
+            """
+            import os, sys
+            for path in sys.argv[1:]:
+                try:
+                    print(path, "LEAKED", open(path).read().strip())
+                except OSError as exc:
+                    print(path, "blocked", type(exc).__name__)
+            """,
+            str(hidden / "test_labels.csv"), str(REPO / "pyproject.toml"),
+        )
+        result, out, err = run(executor, job)
+        assert result.ok, err
+        assert "LEAKED" not in out and "SECRET" not in out
+        assert out.count("blocked") == 2
+
+    def test_no_writes_outside_workspace(self, executor: Executor, tmp_path: Path) -> None:
+        self.require_isolation()
+        hidden = tmp_path / "hidden"
+        hidden.mkdir()
+        targets = [
+            hidden / "planted.txt",
+            REPO / "sandbox_escape_probe.txt",
+            Path(sys.prefix) / "sandbox_escape_probe.txt",
+            Path("/etc/sandbox_escape_probe.txt"),
+        ]
+        job = self.job(
+            tmp_path,
+            """
+            import sys
+            for path in sys.argv[1:]:
+                try:
+                    open(path, "w").write("escaped")
+                    print(path, "WROTE")
+                except OSError as exc:
+                    print(path, "blocked", type(exc).__name__)
+            """,
+            *map(str, targets),
+        )
+        try:
+            result, out, err = run(executor, job)
+            assert result.ok, err
+            assert "WROTE" not in out and out.count("blocked") == len(targets)
+            for path in targets:
+                assert not path.exists(), f"job wrote {path} on the host"
+        finally:
+            for path in targets:
+                if path.exists():
+                    path.unlink()
+
+    def test_no_network(self, executor: Executor, tmp_path: Path) -> None:
+        self.require_isolation()
+        server = LoopbackServer()
+        try:
+            job = self.job(
+                tmp_path,
+                """
+                import socket, sys
+                port = int(sys.argv[1])
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=3).close()
+                    print("CONNECTED")
+                except OSError as exc:
+                    print("connect blocked", type(exc).__name__)
+                try:
+                    socket.getaddrinfo("pypi.org", 443)
+                    print("RESOLVED")
+                except OSError as exc:
+                    print("dns blocked", type(exc).__name__)
+                """,
+                str(server.port),
+            )
+            result, out, err = run(executor, job)
+        finally:
+            server.close()
+        assert result.ok, err
+        assert "connect blocked" in out and "dns blocked" in out
+        assert server.connections == 0
+
+    def test_sees_only_its_own_processes(self, executor: Executor, tmp_path: Path) -> None:
+        self.require_isolation()
+        job = self.job(
+            tmp_path, "import os; print(sum(n.isdigit() for n in os.listdir('/proc')))"
+        )
+        result, out, err = run(executor, job)
+        assert result.ok, err
+        assert int(out) <= 5  # the job, its init, nothing of the host
+

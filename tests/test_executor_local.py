@@ -1,0 +1,457 @@
+"""The local executor: the shared conformance suite in both sandbox modes, plus what only a local
+backend has (rlimits, cgroups, bwrap layout, GPU slots) and hostile agent-style programs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from benchmark.errors import UserError
+from benchmark.executors import Job, Limits, LocalExecutor, LocalExecutorConfig
+from benchmark.executors import sandbox as sandbox_mod
+from benchmark.executors.cgroups import JobCgroup
+from benchmark.executors.output import CappedWriter
+from tests.executor_conformance import (
+    BACKGROUND_WRITER,
+    SLACK_S,
+    ExecutorConformance,
+    LoopbackServer,
+    make_job,
+    run,
+)
+
+def _bwrap_works() -> bool:
+    return any(not sandbox_mod.probe_bwrap(p) for p in sandbox_mod.bwrap_candidates(None))
+
+
+def _cgroups_work() -> bool:
+    group = JobCgroup.create(memory_bytes=1 << 30, max_pids=64)
+    if group is None:
+        return False
+    group.remove()
+    return True
+
+
+HAS_BWRAP = _bwrap_works()
+HAS_CGROUPS = _cgroups_work()
+needs_bwrap = pytest.mark.skipif(not HAS_BWRAP, reason="no working bubblewrap on this host")
+needs_cgroups = pytest.mark.skipif(not HAS_CGROUPS, reason="cgroups are not writable here")
+
+
+def _job_cgroups() -> set[str]:
+    """Job cgroup directories currently present (to prove they are removed afterwards)."""
+    found = set()
+    for controller in ("memory", "pids", "unified"):
+        root = Path("/sys/fs/cgroup") / controller
+        if root.is_dir():
+            found |= {str(p) for p in root.rglob("researchbench-*") if p.is_dir()}
+    return found
+
+
+# -- the conformance suite, once per sandbox mode ---------------------------------------------
+
+
+class TestConformanceNone(ExecutorConformance):
+    isolated = False
+
+    def make_executor(self) -> LocalExecutor:
+        return LocalExecutor(LocalExecutorConfig(sandbox="none"))
+
+
+@needs_bwrap
+class TestConformanceBwrap(ExecutorConformance):
+    isolated = True
+
+    def make_executor(self) -> LocalExecutor:
+        ex = LocalExecutor(LocalExecutorConfig(sandbox="bwrap"))
+        assert ex.sandbox_mode == "bwrap"
+        return ex
+
+
+# -- hostile programs --------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["none", pytest.param("bwrap", marks=needs_bwrap)])
+def executor(request: pytest.FixtureRequest) -> Iterator[LocalExecutor]:
+    ex = LocalExecutor(LocalExecutorConfig(sandbox=request.param))
+    yield ex
+    ex.shutdown()
+
+
+FORK_BOMB = """
+    import os, time
+    print("forking", flush=True)
+    while True:
+        try:
+            os.fork()
+        except OSError:
+            time.sleep(0.001)
+"""
+
+
+@pytest.mark.skipif(
+    not HAS_CGROUPS and os.geteuid() == 0,
+    reason="as root only a pids cgroup contains a fork bomb, and cgroups are not writable",
+)
+def test_fork_bomb_is_contained(executor: LocalExecutor, tmp_path: Path) -> None:
+    before = _job_cgroups()
+    job = make_job(tmp_path, FORK_BOMB, name="bomb", timeout_s=2.0, limits=Limits(max_processes=64))
+    t0 = time.monotonic()
+    result, _, _ = run(executor, job)
+    assert not result.ok and (result.timed_out or result.exit_code != 0)
+    assert time.monotonic() - t0 < job.timeout_s + SLACK_S
+    # The harness survives and the next job runs normally.
+    after, out, _ = run(executor, make_job(tmp_path, "print('still here')", name="after"))
+    assert after.ok and out == "still here\n"
+    assert _job_cgroups() <= before, "a job cgroup was left behind"
+
+
+def test_huge_allocation_fails(executor: LocalExecutor, tmp_path: Path) -> None:
+    job = make_job(
+        tmp_path, "buf = bytearray(20 * 1024**3)\nprint('ALLOCATED')", limits=Limits(memory_gb=1)
+    )
+    result, out, err = run(executor, job)
+    assert result.exit_code != 0 and not result.timed_out
+    assert "ALLOCATED" not in out
+    assert "MemoryError" in err or (result.exit_code or 0) < 0
+
+
+@needs_cgroups
+def test_cgroup_memory_limit_spans_processes(tmp_path: Path) -> None:
+    """Three 600 MB children fit RLIMIT_AS=1G each, but not the job's 1 GB cgroup together."""
+    job = make_job(
+        tmp_path,
+        """
+        import os, time
+        kids = []
+        for _ in range(3):
+            pid = os.fork()
+            if pid == 0:
+                block = b"x" * (600 << 20)  # touched, so it is resident
+                time.sleep(3)
+                os._exit(0)
+            kids.append(pid)
+        statuses = [os.waitpid(pid, 0)[1] for pid in kids]
+        print("killed" if any(os.WIFSIGNALED(s) for s in statuses) else "all survived")
+        """,
+        limits=Limits(memory_gb=1),
+    )
+    with LocalExecutor(LocalExecutorConfig(sandbox="none")) as ex:
+        result, out, err = run(ex, job)
+    assert "killed" in out, (result, out, err)
+
+
+@needs_cgroups
+def test_job_runs_in_its_own_cgroup_with_limits(tmp_path: Path) -> None:
+    job = make_job(
+        tmp_path,
+        """
+        import json
+        found = {}
+        for line in open("/proc/self/cgroup"):
+            _, ctrl, path = line.strip().split(":", 2)
+            if ctrl == "memory":
+                found["memory"] = int(open(f"/sys/fs/cgroup/memory{path}/memory.limit_in_bytes").read())
+            if ctrl == "pids":
+                found["pids"] = open(f"/sys/fs/cgroup/pids{path}/pids.max").read().strip()
+        print(json.dumps(found))
+        """,
+        limits=Limits(memory_gb=2, max_processes=77),
+    )
+    if not Path("/sys/fs/cgroup/memory").is_dir():
+        pytest.skip("cgroup v1 layout not present")
+    before = _job_cgroups()
+    with LocalExecutor(LocalExecutorConfig(sandbox="none")) as ex:
+        result, out, err = run(ex, job)
+    assert result.ok, err
+    assert json.loads(out) == {"memory": 2 << 30, "pids": "77"}
+    assert _job_cgroups() <= before
+
+
+def _vm_kb(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def test_gigabyte_of_output_is_capped_without_memory_growth(tmp_path: Path) -> None:
+    job = make_job(
+        tmp_path,
+        """
+        import sys
+        out = sys.stdout.buffer
+        out.write(b"HEAD-OF-OUTPUT\\n")
+        chunk = (b"y" * 1023 + b"\\n") * 1024
+        for _ in range(1024):
+            out.write(chunk)
+        out.write(b"TAIL-OF-OUTPUT\\n")
+        """,
+        timeout_s=60,
+    )
+    try:  # reset the peak-RSS counter so VmHWM measures this test only
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    rss_before = _vm_kb("VmRSS")
+    with LocalExecutor(LocalExecutorConfig(sandbox="none")) as ex:
+        result, _, _ = run(ex, job)
+    growth_mb = (_vm_kb("VmHWM") - rss_before) / 1024
+    assert result.ok and result.stdout_truncated
+    size = job.stdout_path.stat().st_size
+    assert size <= job.output_cap_bytes
+    with open(job.stdout_path, "rb") as f:
+        assert f.read(15) == b"HEAD-OF-OUTPUT\n"
+        f.seek(-15, os.SEEK_END)
+        assert f.read() == b"TAIL-OF-OUTPUT\n"
+    assert growth_mb < 100, f"harness peak RSS grew by {growth_mb:.0f} MB"
+
+
+def test_capped_writer_exact_sizes(tmp_path: Path) -> None:
+    fits = CappedWriter(tmp_path / "fits", cap=1000)
+    fits.write(b"a" * 600)
+    fits.write(b"b" * 400)
+    assert fits.close() is False
+    assert (tmp_path / "fits").read_bytes() == b"a" * 600 + b"b" * 400
+
+    over = CappedWriter(tmp_path / "over", cap=1000)
+    for i in range(100):
+        over.write(bytes([65 + i % 26]) * 97)
+    assert over.close() is True
+    data = (tmp_path / "over").read_bytes()
+    assert len(data) <= 1000 and data.startswith(b"A" * 97 + b"B" * 97)
+    assert data.endswith(bytes([65 + 99 % 26]) * 20) and b"bytes dropped" in data
+
+
+# -- sandbox specifics -------------------------------------------------------------------------
+
+
+@needs_bwrap
+def test_sandbox_root_has_no_capabilities(tmp_path: Path) -> None:
+    job = make_job(
+        tmp_path,
+        """
+        for line in open("/proc/self/status"):
+            if line.startswith("CapEff"):
+                print(line.split()[1])
+        """,
+    )
+    with LocalExecutor(LocalExecutorConfig(sandbox="bwrap")) as ex:
+        result, out, err = run(ex, job)
+    assert result.ok, err
+    assert int(out, 16) == 0
+
+
+@needs_bwrap
+def test_network_flag_allows_loopback(tmp_path: Path) -> None:
+    server = LoopbackServer()
+    try:
+        job = make_job(
+            tmp_path,
+            "import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), 3); print('ok')",
+            str(server.port),
+            network=True,
+        )
+        with LocalExecutor(LocalExecutorConfig(sandbox="bwrap")) as ex:
+            result, out, err = run(ex, job)
+    finally:
+        server.close()
+    assert result.ok and out == "ok\n", err
+
+
+@needs_bwrap
+def test_readonly_dir_inside_writable_workdir_stays_readonly(tmp_path: Path) -> None:
+    job = make_job(
+        tmp_path,
+        """
+        try:
+            open("data/x.txt", "w").write("no")
+            print("WROTE")
+        except OSError as exc:
+            print("blocked", type(exc).__name__)
+        open("ok.txt", "w").write("yes")
+        """,
+    )
+    (job.workdir / "data").mkdir()
+    job = dataclasses.replace(job, readonly=(job.workdir / "data",))
+    with LocalExecutor(LocalExecutorConfig(sandbox="bwrap")) as ex:
+        result, out, err = run(ex, job)
+    assert result.ok, err
+    assert out.startswith("blocked") and not (job.workdir / "data" / "x.txt").exists()
+    assert (job.workdir / "ok.txt").exists()
+
+
+@needs_bwrap
+def test_binary_outside_sandbox_is_a_clear_error(tmp_path: Path) -> None:
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    tool = hidden / "tool.sh"
+    tool.write_text("#!/bin/sh\necho hi\n")
+    tool.chmod(0o755)
+    job = make_job(tmp_path, "")
+    job = dataclasses.replace(job, argv=(str(tool),))
+    with LocalExecutor(LocalExecutorConfig(sandbox="bwrap")) as ex:
+        result = ex.submit(job).result(timeout=30)
+    assert "not visible inside the sandbox" in result.error
+
+
+def _fake_job(tmp_path: Path, **fields: object) -> Job:
+    (tmp_path / "w").mkdir(exist_ok=True)
+    return Job(argv=("true",), workdir=tmp_path / "w", stdout_path=tmp_path / "o",
+               stderr_path=tmp_path / "e", timeout_s=1, **fields)  # type: ignore[arg-type]
+
+
+def test_layout_binds_an_allowlist_not_the_root(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    job = _fake_job(tmp_path, readonly=(data,), writable=(tmp_path,))
+    argv = sandbox_mod.sandbox_layout(job).argv("bwrap", job.workdir)
+    pairs = list(zip(argv, argv[1:], argv[2:]))
+    ro = {src for flag, src, dst in pairs if flag == "--ro-bind" and src == dst}
+    rw = {src for flag, src, dst in pairs if flag == "--bind" and src == dst}
+    assert "/" not in ro and "/usr" in ro and "/etc" in ro
+    assert sys.prefix in ro or any(sys.prefix.startswith(r + "/") for r in ro)
+    assert str(data) in ro and str(job.workdir) in rw and str(tmp_path) in rw
+    for flag in ("--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"):
+        assert flag in argv
+    # /tmp is mounted before any bind, so paths under /tmp (like this test's) are bound on top.
+    tmpfs_at = argv.index("--tmpfs")
+    assert all(i > tmpfs_at for i, a in enumerate(argv) if a in ("--bind", "--ro-bind"))
+    # A writable parent comes before the deeper binds inside it.
+    assert argv.index(str(tmp_path)) < argv.index(str(job.workdir))
+    assert argv[argv.index("--chdir") + 1] == str(job.workdir)
+
+
+def test_layout_binds_gpu_devices_only_for_gpu_jobs(tmp_path: Path) -> None:
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for name in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "null"):
+        (dev / name).touch()
+    (dev / "nvidia-caps").mkdir()
+    gpu_job = _fake_job(tmp_path, gpus=1)
+    argv = sandbox_mod.sandbox_layout(gpu_job, dev_dir=dev).argv("bwrap", gpu_job.workdir)
+    bound = {argv[i + 1] for i, a in enumerate(argv) if a == "--dev-bind"}
+    expected = {str(dev / n) for n in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm",
+                                        "nvidia-uvm-tools", "nvidia-caps")}
+    assert bound == expected
+    cpu_job = _fake_job(tmp_path, gpus=0)
+    assert "--dev-bind" not in sandbox_mod.sandbox_layout(cpu_job, dev_dir=dev).argv("b", cpu_job.workdir)
+
+
+def test_sandbox_mode_resolution(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    assert LocalExecutor(LocalExecutorConfig(sandbox="none")).sandbox_mode == "none"
+    with pytest.raises(UserError):
+        LocalExecutor(LocalExecutorConfig(sandbox="docker"))
+
+    monkeypatch.setattr(sandbox_mod, "bwrap_candidates", lambda configured: ["/nonexistent/bwrap"])
+    with pytest.raises(UserError, match="bubblewrap"):
+        LocalExecutor(LocalExecutorConfig(sandbox="bwrap"))
+    with caplog.at_level(logging.WARNING):
+        ex = LocalExecutor(LocalExecutorConfig(sandbox="auto"))
+    assert ex.sandbox_mode == "none"
+    assert "SANDBOX DISABLED" in caplog.text
+    ex.shutdown()
+
+
+@needs_bwrap
+def test_bwrap_search_order_prefers_config_then_package(tmp_path: Path) -> None:
+    bundled = sandbox_mod._bundled_bwrap()
+    assert sandbox_mod.bwrap_candidates("/opt/custom/bwrap")[0] == "/opt/custom/bwrap"
+    if bundled:
+        assert sandbox_mod.bwrap_candidates(None)[0] == bundled
+    # A broken configured path is skipped in auto mode, with a warning, for the next candidate.
+    ex = LocalExecutor(LocalExecutorConfig(sandbox="auto", bwrap=str(tmp_path / "nope")))
+    assert ex.sandbox_mode == "bwrap"
+    ex.shutdown()
+
+
+def test_config_is_a_valid_structured_config() -> None:
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.merge(OmegaConf.structured(LocalExecutorConfig), {"gpus": [0, 1], "sandbox": "none"})
+    ex = LocalExecutor(cfg)  # type: ignore[arg-type]
+    assert ex.capacity == 2 and ex.sandbox_mode == "none"
+    ex.shutdown()
+    assert LocalExecutor(LocalExecutorConfig(sandbox="none", max_parallel=3)).capacity == 3
+
+
+# -- GPU slots ---------------------------------------------------------------------------------
+
+
+SLOT_REPORTER = """
+    import json, os, time
+    start = time.time()
+    time.sleep(0.4)
+    print(json.dumps({"cvd": os.environ["CUDA_VISIBLE_DEVICES"], "start": start, "end": time.time()}))
+"""
+
+
+def test_gpu_slots_are_disjoint(tmp_path: Path) -> None:
+    with LocalExecutor(LocalExecutorConfig(sandbox="none", gpus=[0, 1])) as ex:
+        assert ex.capacity == 2
+        jobs = [make_job(tmp_path, SLOT_REPORTER, name=f"g{i}", gpus=1) for i in range(4)]
+        futures = [ex.submit(j) for j in jobs]
+        assert all(f.result(timeout=60).ok for f in futures)
+        runs = [json.loads(j.stdout_path.read_text()) for j in jobs]
+        assert sorted(r["cvd"] for r in runs) == ["0", "0", "1", "1"]
+        for a in runs:
+            for b in runs:
+                if a is not b and a["start"] < b["end"] and b["start"] < a["end"]:
+                    assert a["cvd"] != b["cvd"], "two concurrent jobs shared a GPU"
+
+        both, out, _ = run(ex, make_job(tmp_path, SLOT_REPORTER, name="both", gpus=2))
+        assert both.ok and json.loads(out)["cvd"] == "0,1"
+        none, out, _ = run(ex, make_job(tmp_path, SLOT_REPORTER, name="cpu", gpus=0))
+        assert none.ok and json.loads(out)["cvd"] == ""
+
+        t0 = time.monotonic()
+        greedy = ex.submit(make_job(tmp_path, "print(1)", name="greedy", gpus=3)).result(timeout=30)
+        assert greedy.error and "3 GPU" in greedy.error and not greedy.ok
+        assert time.monotonic() - t0 < 5
+
+
+def test_shutdown_kills_running_jobs(tmp_path: Path) -> None:
+    ex = LocalExecutor(LocalExecutorConfig(sandbox="none"))
+    started = tmp_path / "started"
+    job = make_job(
+        tmp_path, "import sys, time; open(sys.argv[1], 'w').close(); time.sleep(120)",
+        str(started), timeout_s=120,
+    )
+    future = ex.submit(job)
+    deadline = time.monotonic() + 20
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    stopper = threading.Thread(target=ex.shutdown)
+    stopper.start()
+    stopper.join(timeout=30)
+    result = future.result(timeout=1)
+    assert "shut down" in result.error and not result.ok
+    assert time.monotonic() - t0 < SLACK_S
+    late = LocalExecutor(LocalExecutorConfig(sandbox="none"))
+    late.shutdown()
+    with pytest.raises(RuntimeError):
+        late.submit(job)
+
+
+@pytest.mark.parametrize("keep_pipes", ["0", "1"], ids=["daemonized", "holding-pipes"])
+def test_background_writer_without_cgroups_or_sandbox(tmp_path: Path, keep_pipes: str) -> None:
+    """With neither cgroups nor a pid namespace, a setsid escapee is still found and killed."""
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    target = outdir / "late.txt"
+    job = make_job(tmp_path, BACKGROUND_WRITER, str(target), keep_pipes, writable=(outdir,))
+    with LocalExecutor(LocalExecutorConfig(sandbox="none"), use_cgroups=False) as ex:
+        result, out, _ = run(ex, job)
+    assert result.ok and "main done" in out
+    time.sleep(2.2)
+    assert not target.exists()
