@@ -1,7 +1,12 @@
-"""The built-in tasks and executors, registered through the same hooks a third-party plugin uses."""
+"""The built-in tasks and executors, registered through the same hooks a third-party plugin uses.
+
+Tasks are the folders under ml_tasks/, plus any task folders under the directories listed in
+$RESEARCHBENCH_TASKS_PATH (os.pathsep-separated), for tasks that are not worth a plugin package.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable
 
@@ -12,8 +17,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 @hookimpl
 def researchbench_register_tasks(register: Callable[[Path], None]) -> None:
-    for manifest in sorted((REPO_ROOT / "ml_tasks").glob("*/task.yaml")):
-        register(manifest.parent)
+    roots = [REPO_ROOT / "ml_tasks"]
+    roots += [Path(p) for p in os.environ.get("RESEARCHBENCH_TASKS_PATH", "").split(os.pathsep) if p]
+    for root in roots:
+        for manifest in sorted(root.glob("*/task.yaml")):
+            register(manifest.parent)
 
 
 @hookimpl

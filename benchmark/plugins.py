@@ -87,9 +87,13 @@ def _skip(registry: Registry, name: str, exc: BaseException) -> None:
 
 
 def _task_name(path: Path) -> str:
+    """The manifest's name, or the folder's when the manifest is unreadable (load_task reports why)."""
     import yaml
 
-    raw = yaml.safe_load((path / "task.yaml").read_text())
+    try:
+        raw = yaml.safe_load((path / "task.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        return path.name
     return raw["name"] if isinstance(raw, dict) and isinstance(raw.get("name"), str) else path.name
 
 

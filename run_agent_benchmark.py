@@ -1,0 +1,41 @@
+"""Run one agent on one task: `python run_agent_benchmark.py agent=optuna task=causality`.
+
+Hydra composes configs/config.yaml with the agent, task, executor and llm groups; the same command
+resumes an interrupted run and reprints a finished one. See README.md for the options.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from benchmark.cli import ENV_DEFAULTS, fail, prevalidate
+
+for _key, _value in ENV_DEFAULTS.items():
+    os.environ.setdefault(_key, _value)
+
+import hydra  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+from benchmark.config import register_configs  # noqa: E402
+from benchmark.errors import UserError  # noqa: E402
+from benchmark.plugins import get_registry  # noqa: E402
+
+
+@hydra.main(version_base="1.3", config_path="configs", config_name="config")
+def main(cfg: DictConfig) -> None:
+    from benchmark.engine import run_benchmark
+
+    try:
+        run_benchmark(cfg, get_registry())
+    except UserError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+
+
+if __name__ == "__main__":
+    registry = get_registry()
+    register_configs(registry)
+    prevalidate(sys.argv[1:], registry)
+    main()
