@@ -1,0 +1,220 @@
+"""The run's memory: an append-only, fsync'd JSONL journal of nodes plus a content-addressed blob store.
+
+Each node is written twice: a `pending` record before its operator runs (write-ahead) and a
+`finished` record carrying the node and the run checkpoint (policy state, budget counters, LLM usage)
+in one line, so a node and the state that follows it can never be out of step. File contents,
+logs, prompts and responses live in the blob store under their sha256, so storage grows with what
+changed, not with the size of the workspace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterator
+
+from benchmark.task import Metric
+
+# Node.status values
+OK = "ok"  # executed and scored
+BUGGY = "buggy"  # executed, but crashed, timed out or produced invalid predictions
+EDIT_FAILED = "edit_failed"  # the proposed edit did not parse or apply: no experiment spent
+NO_OP = "no_op"  # the edit changed nothing: no experiment spent
+AGENT_FAILED = "agent_failed"  # the LLM call or the operator itself failed: no experiment spent
+
+
+@dataclass
+class Node:
+    id: str
+    step: int
+    operator: str
+    parents: list[str] = field(default_factory=list)
+    tag: str = ""
+    hints: dict[str, Any] = field(default_factory=dict)
+    plan: str = ""
+    files: dict[str, str] = field(default_factory=dict)  # editable relpath -> blob digest (full snapshot)
+    diff: str = ""  # blob digest of the unified diff against the first parent
+    status: str = ""
+    feedback: str = ""  # edit feedback or failure reason, shown to the agent next time
+    executed: bool = False
+    exit_code: int | None = None
+    timed_out: bool = False
+    seconds: float = 0.0  # experiment wall time (sandbox run + evaluator)
+    stdout: str = ""  # blob digests of the captured (capped) streams
+    stderr: str = ""
+    metrics: dict[str, float] = field(default_factory=dict)
+    primary: float | None = None
+    bug_reason: str = ""
+    llm_calls: list[dict[str, Any]] = field(default_factory=list)  # prompts/responses as blob digests
+    created_at: float = 0.0
+    finished_at: float = 0.0
+
+    @property
+    def is_buggy(self) -> bool:
+        return self.status == BUGGY
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Node:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in raw.items() if k in known})
+
+
+class BlobStore:
+    """Content-addressed files: put(bytes) -> sha256 hex; identical content is stored once."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def _path(self, digest: str) -> Path:
+        return self.root / digest[:2] / digest[2:]
+
+    def put(self, data: bytes | str) -> str:
+        if isinstance(data, str):
+            data = data.encode()
+        digest = hashlib.sha256(data).hexdigest()
+        path = self._path(digest)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        return digest
+
+    def get(self, digest: str) -> bytes:
+        return self._path(digest).read_bytes()
+
+    def text(self, digest: str) -> str:
+        return self.get(digest).decode(errors="replace") if digest else ""
+
+
+class NodeStore:
+    """Finished nodes in step order, with the lookups policies need kept cheap (best is O(1))."""
+
+    def __init__(self, blobs: BlobStore, metric: Metric):
+        self.blobs = blobs
+        self.metric = metric
+        self._nodes: dict[str, Node] = {}
+        self._children: dict[str, list[str]] = {}
+        self._best: Node | None = None
+        self._file_cache: dict[str, str] = {}
+
+    def add(self, node: Node) -> None:
+        self._nodes[node.id] = node
+        for parent in node.parents:
+            self._children.setdefault(parent, []).append(node.id)
+        if node.status == OK and node.primary is not None and (
+            self._best is None or self.metric.better(node.primary, self._best.primary)
+        ):
+            self._best = node  # ties keep the earlier node
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __contains__(self, node_id: str) -> bool:
+        return node_id in self._nodes
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self._nodes.values())
+
+    def get(self, node_id: str) -> Node:
+        return self._nodes[node_id]
+
+    def children(self, node_id: str) -> list[Node]:
+        return [self._nodes[c] for c in self._children.get(node_id, ())]
+
+    def best(self) -> Node | None:
+        """The best scored node by validation metric (earliest on ties), or None."""
+        return self._best
+
+    def last(self, count: int) -> list[Node]:
+        """The most recent nodes, oldest first (bounded memory for prompts)."""
+        nodes = list(self._nodes.values())
+        return nodes[-count:] if count else []
+
+    def files(self, node: Node) -> dict[str, str]:
+        """The node's editable files as text."""
+        out = {}
+        for rel, digest in node.files.items():
+            if digest not in self._file_cache:
+                self._file_cache[digest] = self.blobs.text(digest)
+            out[rel] = self._file_cache[digest]
+        return out
+
+
+@dataclass
+class Loaded:
+    """What a journal holds when a run (re)starts."""
+
+    header: dict[str, Any] | None
+    nodes: list[Node]
+    checkpoint: dict[str, Any] | None  # from the last finished record
+    pending: dict[str, Any] | None  # a write-ahead record with no finished record: the in-flight node
+    final: dict[str, Any] | None  # the final-test record, when the run completed
+
+
+class Journal:
+    """Append-only JSONL; every record is one line, written and fsync'd before the run moves on."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def load(self) -> Loaded:
+        loaded = Loaded(None, [], None, None, None)
+        if not self.path.exists():
+            return loaded
+        data = self.path.read_bytes()
+        good = data.rfind(b"\n") + 1  # a torn final line (killed mid-write) is dropped
+        if good < len(data):
+            with open(self.path, "r+b") as fh:
+                fh.truncate(good)
+                os.fsync(fh.fileno())
+        for line in data[:good].splitlines():
+            record = json.loads(line)
+            kind = record["kind"]
+            if kind == "header":
+                loaded.header = record
+            elif kind == "pending":
+                loaded.pending = record
+            elif kind == "finished":
+                loaded.nodes.append(Node.from_dict(record["node"]))
+                loaded.checkpoint = record["checkpoint"]
+                loaded.pending = None
+            elif kind == "abandoned":  # stopped by a budget before it ran: nothing to re-run
+                loaded.pending = None
+            elif kind == "final":
+                loaded.final = record
+        return loaded
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, separators=(",", ":"), sort_keys=True, allow_nan=False).encode() + b"\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    """Replace a JSON file in one step, so readers never see half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(payload, fh, indent=2, sort_keys=True, default=str)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def now() -> float:
+    return round(time.time(), 3)

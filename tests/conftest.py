@@ -1,0 +1,90 @@
+"""Shared test setup: no network, a private workspace and results dir, the toy task on the task path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ["RESEARCHBENCH_TASKS_PATH"] = str(FIXTURES / "tasks")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def workspace_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """All tests and the CLIs they start prepare tasks here, never in the repo's workspace/."""
+    root = tmp_path_factory.mktemp("workspace")
+    os.environ["RESEARCHBENCH_WORKSPACE"] = str(root)
+    return root
+
+
+def _prepared(name: str):
+    from benchmark.plugins import get_registry
+    from benchmark.task import load_task
+    from benchmark.workspace import prepare
+
+    return prepare(load_task(get_registry().tasks[name]), log=lambda *a: None)
+
+
+@pytest.fixture(scope="session")
+def toy(workspace_root: Path):
+    return _prepared("toy")
+
+
+@pytest.fixture(scope="session")
+def causality(workspace_root: Path):
+    return _prepared("causality")
+
+
+def run_cli(*args: str, cwd: Path = REPO, timeout: float = 300, env: dict | None = None,
+            script: str = "run_agent_benchmark.py") -> subprocess.CompletedProcess:
+    """Run one of the repo's CLIs the way a user would."""
+    return subprocess.run([sys.executable, str(REPO / script), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def compose(*overrides: str):
+    """The config the CLI would build for these overrides (Hydra's compose API, no subprocess)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from benchmark.cli import CONFIG_DIR
+    from benchmark.config import register_configs
+    from benchmark.plugins import get_registry
+
+    register_configs(get_registry())
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            return hydra_compose(config_name="config", overrides=list(overrides))
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def run_inprocess(*overrides: str, **updates):
+    """Compose, apply non-CLI-friendly values (e.g. scripted LLM replies), run; returns (summary, output)."""
+    from omegaconf import OmegaConf
+
+    from benchmark.engine import run_benchmark
+    from benchmark.plugins import get_registry
+
+    cfg = compose(*overrides)
+    for key, value in updates.items():
+        OmegaConf.update(cfg, key.replace("__", "."), value, merge=False)
+    lines: list[str] = []
+    summary = run_benchmark(cfg, get_registry(), echo=lines.append)
+    return summary, "\n".join(lines)
+
+
+def journal_records(run_dir: Path) -> list[dict]:
+    import json
+
+    return [json.loads(line) for line in (Path(run_dir) / "journal.jsonl").read_text().splitlines()]

@@ -1,0 +1,66 @@
+"""Bad input gets one line naming the fix and exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, run_cli
+
+
+def _one_line_error(proc, *fragments: str) -> str:
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["agent=nope", "task=toy"], ["unknown agent 'nope'", "optuna"]),
+    (["task=nope"], ["unknown task 'nope'", "toy"]),
+    (["task=toy", "agent=greedy", "agent.max_debug_dept=2"], ["agent.max_debug_depth"]),
+    (["task=toy", "budget.stepz=3"], ["budget.steps"]),
+    (["task=toy", "seed=abc"], ["seed=abc"]),
+    (["task=toy", "greedy"], ["key=value"]),
+])
+def test_bad_command_lines(args, fragments) -> None:
+    _one_line_error(run_cli(*args), *fragments)
+
+
+def test_malformed_task_yaml(tmp_path: Path) -> None:
+    bad = tmp_path / "tasks" / "broken"
+    bad.mkdir(parents=True)
+    (bad / "task.yaml").write_text("name: broken\nmetric: [unclosed\n")
+    env = {"RESEARCHBENCH_TASKS_PATH": os.pathsep.join([str(FIXTURES / "tasks"), str(tmp_path / "tasks")])}
+    _one_line_error(run_cli("task=broken", env=env), "task.yaml", "YAML")
+
+
+def test_unknown_key_in_task_yaml(tmp_path: Path) -> None:
+    task = tmp_path / "tasks" / "typo"
+    task.mkdir(parents=True)
+    text = (FIXTURES / "tasks" / "toy" / "task.yaml").read_text().replace("name: toy", "name: typo")
+    (task / "task.yaml").write_text(text.replace("budget:", "budgett:"))
+    env = {"RESEARCHBENCH_TASKS_PATH": str(tmp_path / "tasks")}
+    _one_line_error(run_cli("task=typo", env=env), "budgett")
+
+
+def test_unprepared_workspace(tmp_path: Path) -> None:
+    proc = run_cli("task=toy", f"results_dir={tmp_path}", env={"RESEARCHBENCH_WORKSPACE": str(tmp_path / "empty")})
+    _one_line_error(proc, "python setup.py --task toy")
+
+
+def test_llm_agent_without_key_names_the_variable(toy, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    proc = run_cli("agent=greedy", "task=toy", "llm=openai", f"results_dir={tmp_path}", env=env)
+    _one_line_error(proc, "OPENAI_API_KEY", "agent=optuna")
+
+
+def test_different_config_in_same_run_dir_is_refused(toy, tmp_path: Path) -> None:
+    assert run_cli("task=toy", "budget.steps=1", "run_id=mine", f"results_dir={tmp_path}").returncode == 0
+    proc = run_cli("task=toy", "budget.steps=2", "run_id=mine", f"results_dir={tmp_path}")
+    _one_line_error(proc, "different configuration", "run_id=")

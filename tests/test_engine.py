@@ -1,0 +1,110 @@
+"""The run loop end to end on the toy task: budgets, statuses, journal, blobs, summary, final test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import journal_records, run_inprocess
+
+SLOPE_3 = """Plan: the data follow y = 3x, so use slope 3.
+
+params.json
+<<<<<<< SEARCH
+  "slope": 1.0
+=======
+  "slope": 3.0
+>>>>>>> REPLACE
+"""
+CRASH = """Plan: try a different model.
+
+### FILE: model.py
+```python
+def predict(x, params):
+    raise RuntimeError("boom")
+```
+"""
+FIX = """Plan: fix the crash.
+
+### FILE: model.py
+```python
+def predict(x, params):
+    return params["slope"] * x * 1.0
+```
+"""
+BAD_EDIT = """Plan: tweak.
+
+model.py
+<<<<<<< SEARCH
+this text is not in the file
+=======
+return 0
+>>>>>>> REPLACE
+"""
+
+
+def test_optuna_runs_budget_and_scores_hidden_test(toy, tmp_path: Path) -> None:
+    summary, out = run_inprocess("agent=optuna", "task=toy", f"results_dir={tmp_path}", "budget.steps=6")
+    assert summary["status"] == "finished"
+    assert summary["steps"]["experiments"] == 6
+    assert summary["baseline"]["val"] == 5.0  # slope 1 on val x = 0.5, 1.5
+    assert summary["best"]["val"] < summary["baseline"]["val"]
+    assert summary["best"]["test"] is not None and summary["baseline"]["test"] == 20.0
+    assert summary["sandbox"] in ("bwrap", "none")
+    assert "provenance" in summary and summary["provenance"]["task_version"] == "1.0.0"
+    run_dir = Path(summary["run_dir"])
+    records = journal_records(run_dir)
+    kinds = [r["kind"] for r in records]
+    assert kinds[0] == "header" and kinds[-1] == "final" and kinds.count("final") == 1
+    finished = [r["node"] for r in records if r["kind"] == "finished"]
+    assert [n["id"] for n in finished] == [f"{i:04d}" for i in range(7)]
+    assert all(n["operator"] == "tune" for n in finished[1:])
+    assert (run_dir / "config.yaml").exists()
+    assert "[0003] tune" in out and "summary: optuna on toy" in out
+
+
+def test_greedy_improves_debugs_and_records_failed_edits(toy, tmp_path: Path) -> None:
+    summary, out = run_inprocess(
+        "agent=greedy", "task=toy", f"results_dir={tmp_path}", "budget.steps=3", "llm=mock",
+        llm__mock_responses=[BAD_EDIT, SLOPE_3, CRASH, FIX])
+    nodes = [r["node"] for r in journal_records(Path(summary["run_dir"])) if r["kind"] == "finished"]
+    statuses = [(n["operator"], n["status"]) for n in nodes]
+    assert statuses == [("baseline", "ok"), ("improve", "edit_failed"), ("improve", "ok"), ("improve", "buggy"),
+                        ("debug", "ok")]
+    assert "SEARCH does not match" in nodes[1]["feedback"]
+    assert nodes[2]["primary"] == 0.0 and nodes[4]["parents"] == [nodes[3]["id"]]
+    # the failed edit spent no experiment: 3 experiments for 4 agent steps
+    assert summary["steps"]["experiments"] == 3 and summary["steps"]["nodes"] == 5
+    assert summary["best"]["node"] == "0002" and summary["best"]["test"] == 0.0
+    assert summary["best"]["normalized_test"] == pytest.approx(1.0, abs=1e-4)
+    assert summary["llm"]["calls"] == 4 and summary["budget"]["used"]["usd"] > 0
+    # prompts and responses are stored per node, content-addressed
+    run_dir = Path(summary["run_dir"])
+    call = nodes[2]["llm_calls"][0]
+    blob = run_dir / "blobs" / call["response"][:2] / call["response"][2:]
+    assert blob.read_text() == SLOPE_3
+    messages = json.loads((run_dir / "blobs" / call["messages"][:2] / call["messages"][2:]).read_text())
+    assert "y = slope" not in messages[0]["content"] and "model.py" in messages[1]["content"]
+
+
+def test_usd_cap_stops_the_run_cleanly(toy, tmp_path: Path) -> None:
+    # each mock call costs 1.35e-5 USD on gpt-4o-mini; a cap of 3e-5 allows two calls
+    summary, out = run_inprocess("agent=greedy", "task=toy", f"results_dir={tmp_path}", "budget.steps=10",
+                                 "budget.usd=3e-5", llm__mock_responses=[SLOPE_3, BAD_EDIT])
+    assert summary["status"] == "finished"
+    assert "LLM budget" in summary["stop_reason"]
+    assert summary["llm"]["calls"] == 2 and summary["best"]["test"] == 0.0
+
+
+def test_unexecuted_steps_spend_nothing_and_storage_holds_only_changes(toy, tmp_path: Path) -> None:
+    nothing = "Plan: the current solution is already right; no changes."
+    summary, _ = run_inprocess("agent=greedy", "task=toy", f"results_dir={tmp_path}", "budget.steps=4",
+                               "budget.max_unexecuted_in_a_row=3", llm__mock_responses=[SLOPE_3, nothing])
+    nodes = [r["node"] for r in journal_records(Path(summary["run_dir"])) if r["kind"] == "finished"]
+    assert [n["status"] for n in nodes] == ["ok", "ok", "no_op", "edit_failed", "no_op"]
+    assert summary["steps"]["experiments"] == 1
+    assert "3 steps in a row ran no experiment" in summary["stop_reason"]
+    digests = {d for n in nodes for d in n["files"].values()}
+    assert len(digests) == 3  # model.py once, params.json with slope 1 and with slope 3
