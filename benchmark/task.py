@@ -251,7 +251,8 @@ def load_task(task_dir: Path) -> TaskSpec:
             spec = reader.mapping(spec, key, Knob)
             if "choices" in spec:
                 spec["choices"] = tuple(reader.typed(spec["choices"], f"{key}.choices", list))
-            knob = Knob(**{k: v for k, v in spec.items()})
+            types = {"type": str, "low": float, "high": float, "log": bool, "choices": tuple}
+            knob = Knob(**{k: reader.typed(v, f"{key}.{k}", types[k]) for k, v in spec.items()})
             if knob.type not in ("float", "int", "categorical"):
                 raise reader.fail(f"{key}.type", "must be float, int or categorical")
             if knob.type == "categorical" and not knob.choices:

@@ -1,0 +1,236 @@
+"""The task manifest schema: every malformed task.yaml is one UserError line naming the file and the key.
+
+Each case starts from a valid manifest, breaks one thing, and checks the message, so a schema change
+that turns a clear error into a traceback or a silent default fails here.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+from benchmark.errors import UserError
+from benchmark.task import PLACEHOLDERS, load_task, render
+
+REPO = Path(__file__).resolve().parents[1]
+
+VALID: dict[str, Any] = {
+    "schema": 1,
+    "name": "mini",
+    "version": "1",
+    "domain": "testing",
+    "description": "description.md",
+    "code": "baseline",
+    "editable": ["model.py", "params.json"],
+    "metric": {"name": "mse", "direction": "lower", "floor": 2.0, "target": 0.5, "rationale": "why"},
+    "budget": {"steps": 3, "compute_hours": 1, "step_timeout_s": 10, "usd": 0},
+    "phases": {
+        "val": ["{python}", "driver.py", "--data", "{data}", "--out", "{output}"],
+        "test": ["{python}", "driver.py", "--data", "{data}", "--test-inputs", "{test_inputs}", "--out", "{output}"],
+    },
+    "evaluator": ["{python}", "{task_dir}/evaluate.py", "{output}", "{labels}", "{metrics}", "{phase}"],
+    "prepare": ["{python}", "{task_dir}/prepare.py", "{workspace}"],
+    "data": {"public": "public", "test_inputs": "test_inputs", "labels": "labels"},
+    "requirements": ["numpy>=1.25", {"pip": "causalml>=0.18", "no_deps": True}],
+    "resources": {"gpus": 0, "cpus": 2, "memory_gb": 4},
+    "knobs": {"file": "params.json", "space": {
+        "lr": {"type": "float", "low": 0.001, "high": 0.1, "log": True},
+        "kind": {"type": "categorical", "choices": ["a", "b"]},
+    }},
+}
+
+
+def write_task(tmp_path: Path, raw: Any = None, text: str | None = None) -> Path:
+    task_dir = tmp_path / "mini"
+    (task_dir / "baseline").mkdir(parents=True, exist_ok=True)
+    (task_dir / "description.md").write_text("# mini\n")
+    (task_dir / "baseline" / "model.py").write_text("")
+    (task_dir / "task.yaml").write_text(text if text is not None else yaml.safe_dump(raw, sort_keys=False))
+    return task_dir
+
+
+def broken(mutate: Callable[[dict], None]) -> dict:
+    raw = copy.deepcopy(VALID)
+    mutate(raw)
+    return raw
+
+
+def expect_error(tmp_path: Path, raw: Any = None, *, text: str | None = None, key: str = "") -> str:
+    task_dir = write_task(tmp_path, raw, text)
+    with pytest.raises(UserError) as info:
+        load_task(task_dir)
+    message = str(info.value)
+    assert "\n" not in message, message
+    assert str(task_dir / "task.yaml") in message, message
+    if key:
+        assert f"'{key}'" in message, message
+    return message
+
+
+def test_valid_manifest_loads(tmp_path: Path) -> None:
+    spec = load_task(write_task(tmp_path, VALID))
+    assert spec.name == "mini" and spec.metric.direction == "lower"
+    assert spec.budget.compute_hours == 1.0 and isinstance(spec.budget.compute_hours, float)
+    assert [r.no_deps for r in spec.requirements] == [False, True]
+    assert spec.knobs is not None and spec.knobs.space["lr"].log
+    assert spec.is_editable("params.json") and not spec.is_editable("driver.py")
+
+
+def test_causality_manifest_loads_and_renders() -> None:
+    spec = load_task(REPO / "ml_tasks" / "causality")
+    assert (spec.name, spec.metric.name, spec.metric.direction) == ("causality", "pehe", "lower")
+    assert spec.metric.better(spec.metric.target, spec.metric.floor)
+    assert spec.editable == ("model.py", "params.json")
+    assert spec.resources.gpus == 0 and spec.resources.cpus == 2
+    assert any(r.pip.startswith("causalml") and r.no_deps for r in spec.requirements)
+    assert not any(r.pip.split(">")[0].split("=")[0].strip() == "xgboost" for r in spec.requirements)
+    values = dict(python="py", code="c", data="d", output="o", phase="val", test_inputs="ti")
+    assert render(spec.phases["val"], **values) == ["py", "driver.py", "--phase", "val", "--data", "d", "--out", "o"]
+    assert "ti" in render(spec.phases["test"], **values)
+    # the knob space covers the baseline's params.json, so a tuner can start from the baseline
+    import json
+
+    params = json.loads((spec.code_dir / spec.knobs.file).read_text())
+    for name, knob in spec.knobs.space.items():
+        value = params[name]
+        if knob.type == "categorical":
+            assert value in knob.choices, name
+        else:
+            assert knob.low <= value <= knob.high, name
+
+
+def test_malformed_yaml(tmp_path: Path) -> None:
+    message = expect_error(tmp_path, text="schema: 1\nname: [unclosed\n")
+    assert "not valid YAML" in message and "line" in message
+
+
+def test_missing_manifest(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="task.yaml does not exist"):
+        load_task(tmp_path)
+
+
+def test_top_level_not_a_mapping(tmp_path: Path) -> None:
+    assert "must be a mapping" in expect_error(tmp_path, text="- a\n- b\n")
+
+
+@pytest.mark.parametrize("mutate, key", [
+    (lambda r: r.update(colour="red"), "colour"),
+    (lambda r: r["metric"].update(scale=2), "metric.scale"),
+    (lambda r: r["budget"].update(gpu_hours=1), "budget.gpu_hours"),
+    (lambda r: r["data"].update(extra="x"), "data.extra"),
+    (lambda r: r["resources"].update(disk_gb=1), "resources.disk_gb"),
+    (lambda r: r["knobs"]["space"]["lr"].update(step=1), "knobs.space.lr.step"),
+    (lambda r: r["requirements"].append({"pip": "x", "extras": "y"}), "requirements[2].extras"),
+])
+def test_unknown_key(tmp_path: Path, mutate: Callable[[dict], None], key: str) -> None:
+    assert "is not a known key" in expect_error(tmp_path, broken(mutate), key=key)
+
+
+@pytest.mark.parametrize("mutate, key", [
+    (lambda r: r.pop("metric"), "metric"),
+    (lambda r: r["metric"].pop("floor"), "metric.floor"),
+    (lambda r: r["budget"].pop("steps"), "budget.steps"),
+    (lambda r: r["phases"].pop("test"), "phases.test"),
+    (lambda r: r["data"].pop("labels"), "data.labels"),
+    (lambda r: r.pop("evaluator"), "evaluator"),
+])
+def test_missing_required_key(tmp_path: Path, mutate: Callable[[dict], None], key: str) -> None:
+    assert "is required" in expect_error(tmp_path, broken(mutate), key=key)
+
+
+@pytest.mark.parametrize("mutate, key", [
+    (lambda r: r["budget"].update(steps="ten"), "budget.steps"),
+    (lambda r: r["budget"].update(steps=True), "budget.steps"),
+    (lambda r: r["metric"].update(floor="low"), "metric.floor"),
+    (lambda r: r.update(name=3), "name"),
+    (lambda r: r["resources"].update(cpus=1.5), "resources.cpus"),
+    (lambda r: r["requirements"].append({"pip": "x", "no_deps": "yes"}), "requirements[2].no_deps"),
+    (lambda r: r.update(requirements="numpy"), "requirements"),
+    (lambda r: r.update(editable="model.py"), "editable"),
+    (lambda r: r.update(metric=[1, 2]), "metric"),
+    (lambda r: r["phases"].update(val="python driver.py"), "phases.val"),
+    (lambda r: r.update(prepare=[]), "prepare"),
+    (lambda r: r["knobs"]["space"]["lr"].update(low="tiny"), "knobs.space.lr.low"),
+    (lambda r: r["knobs"]["space"]["lr"].update(log="yes"), "knobs.space.lr.log"),
+    (lambda r: r["knobs"]["space"]["kind"].update(choices="ab"), "knobs.space.kind.choices"),
+])
+def test_wrong_type(tmp_path: Path, mutate: Callable[[dict], None], key: str) -> None:
+    expect_error(tmp_path, broken(mutate), key=key)
+
+
+@pytest.mark.parametrize("direction", ["down", "LOWER", "max"])
+def test_bad_direction(tmp_path: Path, direction: str) -> None:
+    message = expect_error(tmp_path, broken(lambda r: r["metric"].update(direction=direction)), key="metric.direction")
+    assert "'lower' or 'higher'" in message
+
+
+@pytest.mark.parametrize("direction, floor, target", [("lower", 1.0, 2.0), ("higher", 0.9, 0.5), ("lower", 1.0, 1.0)])
+def test_target_must_beat_floor(tmp_path: Path, direction: str, floor: float, target: float) -> None:
+    raw = broken(lambda r: r["metric"].update(direction=direction, floor=floor, target=target))
+    expect_error(tmp_path, raw, key="metric.target")
+
+
+@pytest.mark.parametrize("phase, placeholder", [
+    ("val", "labels"), ("val", "test_inputs"), ("val", "metrics"), ("val", "task_dir"),
+    ("test", "labels"), ("test", "metrics"),
+])
+def test_agent_phases_cannot_see_hidden_data(tmp_path: Path, phase: str, placeholder: str) -> None:
+    raw = broken(lambda r: r["phases"][phase].append(f"--x={{{placeholder}}}"))
+    message = expect_error(tmp_path, raw, key=f"phases.{phase}")
+    assert f"{{{placeholder}}}" in message and "not allowed" in message
+
+
+@pytest.mark.parametrize("key, placeholder", [("evaluator", "test_inputs"), ("evaluator", "code"),
+                                              ("prepare", "labels"), ("prepare", "output")])
+def test_harness_commands_placeholders(tmp_path: Path, key: str, placeholder: str) -> None:
+    raw = broken(lambda r: r[key].append(f"{{{placeholder}}}"))
+    expect_error(tmp_path, raw, key=key)
+
+
+def test_placeholder_table_keeps_labels_out_of_agent_phases() -> None:
+    for phase in ("val", "test"):
+        assert not PLACEHOLDERS[phase] & {"labels", "metrics", "task_dir"}
+    assert "test_inputs" not in PLACEHOLDERS["val"]
+
+
+def test_malformed_placeholder(tmp_path: Path) -> None:
+    raw = broken(lambda r: r["phases"]["val"].append("{python"))
+    assert "malformed placeholder" in expect_error(tmp_path, raw, key="phases.val")
+
+
+def test_unknown_phase(tmp_path: Path) -> None:
+    raw = broken(lambda r: r["phases"].update(train=["{python}", "x"]))
+    expect_error(tmp_path, raw, key="phases.train")
+
+
+@pytest.mark.parametrize("name", ["Causality", "my task", "-x", "a/b"])
+def test_bad_name(tmp_path: Path, name: str) -> None:
+    expect_error(tmp_path, broken(lambda r: r.update(name=name)), key="name")
+
+
+def test_schema_version(tmp_path: Path) -> None:
+    assert "schema 1" in expect_error(tmp_path, broken(lambda r: r.update(schema=2)), key="schema")
+
+
+def test_budget_bounds(tmp_path: Path) -> None:
+    expect_error(tmp_path, broken(lambda r: r["budget"].update(steps=0)), key="budget")
+
+
+@pytest.mark.parametrize("mutate, key", [
+    (lambda r: r["knobs"]["space"]["lr"].update(type="bool"), "knobs.space.lr.type"),
+    (lambda r: r["knobs"]["space"]["kind"].update(choices=[]), "knobs.space.kind.choices"),
+    (lambda r: r["knobs"]["space"]["lr"].update(low=1.0, high=0.1), "knobs.space.lr"),
+    (lambda r: r["knobs"].update(file="driver.py"), "knobs.file"),
+    (lambda r: r["knobs"].pop("space"), "knobs.space"),
+])
+def test_bad_knobs(tmp_path: Path, mutate: Callable[[dict], None], key: str) -> None:
+    expect_error(tmp_path, broken(mutate), key=key)
+
+
+@pytest.mark.parametrize("field", ["description", "code"])
+def test_referenced_paths_must_exist(tmp_path: Path, field: str) -> None:
+    expect_error(tmp_path, broken(lambda r: r.update({field: "nowhere"})), key=field)
