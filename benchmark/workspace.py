@@ -127,7 +127,7 @@ def _check_layout(spec: TaskSpec) -> None:
         if parts[0] in seen:
             raise UserError(f"{spec.task_dir / 'task.yaml'}: 'data.{key}' ({rel!r}) overlaps {seen[parts[0]]}; "
                             "use distinct top-level folders (see docs/tasks.md)")
-        seen[parts[0]] = f"data.{parts[0]}"
+        seen[parts[0]] = f"data.{key}"
 
 
 def _problem(spec: TaskSpec, task_root: Path) -> tuple[str, str] | None:
