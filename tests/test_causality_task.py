@@ -246,7 +246,7 @@ def test_evaluator_scores_known_errors(prepared: ws.PreparedTask, tmp_path: Path
 def test_driver_rejects_bad_model_output(prepared: ws.PreparedTask, tmp_path: Path, files: dict, reason: str) -> None:
     code = code_copy(prepared, tmp_path / "code", files)
     result, _ = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(tmp_path / "out"))
-    assert result.returncode == 1 and f"driver error: " in result.stderr and reason in result.stderr, result.stderr
+    assert result.returncode == 1 and "driver error: " in result.stderr and reason in result.stderr, result.stderr
     assert not (tmp_path / "out" / "predictions.csv").exists()
 
 
