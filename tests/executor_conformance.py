@@ -14,7 +14,7 @@ writes outside the workspace); set it False only for an explicitly unsandboxed b
 
 from __future__ import annotations
 
-import os
+import json
 import socket
 import sys
 import textwrap
@@ -188,8 +188,6 @@ class ExecutorConformance:
         )
         result, out, _ = run(executor, job)
         assert result.ok
-        import json
-
         env = json.loads(out)
         assert env["MY_SETTING"] == "42"
         assert "OPENAI_API_KEY" not in env and "ANTHROPIC_API_KEY" not in env

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import logging
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -177,6 +178,36 @@ def test_job_runs_in_its_own_cgroup_with_limits(tmp_path: Path) -> None:
     assert _job_cgroups() <= before
 
 
+@needs_cgroups
+def test_stale_cgroups_of_a_dead_harness_are_cleaned(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmark.executors import cgroups
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    probe = JobCgroup.create(memory_bytes=1 << 30, max_pids=64)
+    assert probe is not None
+    parents = [d.parent for d in probe.dirs]
+    probe.remove()
+    sleeper = subprocess.Popen(["sleep", "60"])
+    stale = [p / f"researchbench-{dead.pid}-deadbeef" for p in parents]
+    try:
+        for d in stale:
+            d.mkdir()
+            (d / "cgroup.procs").write_text(str(sleeper.pid))
+        monkeypatch.setattr(cgroups, "_swept", set())
+        fresh = JobCgroup.create(memory_bytes=1 << 30, max_pids=64)
+        assert fresh is not None
+        fresh.remove()
+        assert sleeper.wait(timeout=10) == -9
+        assert not any(d.exists() for d in stale)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        for d in stale:
+            if d.exists():
+                d.rmdir()
+
+
 def _vm_kb(field: str) -> int:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(field + ":"):
@@ -343,8 +374,10 @@ def test_layout_binds_gpu_devices_only_for_gpu_jobs(tmp_path: Path) -> None:
     expected = {str(dev / n) for n in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm",
                                         "nvidia-uvm-tools", "nvidia-caps")}
     assert bound == expected
+    assert "/sys" in sandbox_mod.sandbox_layout(gpu_job, dev_dir=dev).readonly  # CUDA needs it
     cpu_job = _fake_job(tmp_path, gpus=0)
-    assert "--dev-bind" not in sandbox_mod.sandbox_layout(cpu_job, dev_dir=dev).argv("b", cpu_job.workdir)
+    cpu_argv = sandbox_mod.sandbox_layout(cpu_job, dev_dir=dev).argv("b", cpu_job.workdir)
+    assert "--dev-bind" not in cpu_argv and "/sys" not in cpu_argv
 
 
 def test_sandbox_mode_resolution(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:

@@ -25,6 +25,8 @@ from typing import Optional
 log = logging.getLogger(__name__)
 
 _V1_CONTROLLERS = ("memory", "pids")
+_PREFIX = "researchbench-"
+_swept: set[Path] = set()
 
 
 def _mounts() -> list[tuple[str, str, str, set[str]]]:
@@ -84,9 +86,12 @@ class JobCgroup:
     _fds: list[int] = field(default_factory=list)
 
     @classmethod
-    def create(cls, memory_bytes: int, max_pids: int, tag: str = "") -> Optional["JobCgroup"]:
-        """Make the cgroup and set its limits; None when this host does not let us."""
-        name = f"researchbench-{tag or os.getpid()}-{uuid.uuid4().hex[:8]}"
+    def create(cls, memory_bytes: int, max_pids: int) -> Optional["JobCgroup"]:
+        """Make the cgroup and set its limits; None when this host does not let us.
+
+        The name carries the harness pid, so a later harness can clean up after a killed one.
+        """
+        name = f"{_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         limits = {"memory": memory_bytes, "pids": max_pids}
         group = cls._create_v1(name, limits) or cls._create_v2(name, limits)
         if group is None:
@@ -111,6 +116,7 @@ class JobCgroup:
             parent = _parent_dir(root, point, own.get(controllers[0]))
             if parent is None:
                 continue
+            _sweep_stale(parent)
             path = parent / name
             try:
                 path.mkdir()
@@ -135,6 +141,7 @@ class JobCgroup:
             parent = _parent_dir(root, point, own)
             if parent is None:
                 continue
+            _sweep_stale(parent)
             path = parent / name
             try:
                 controllers = (parent / "cgroup.controllers").read_text().split()
@@ -210,6 +217,31 @@ class JobCgroup:
         self._fds = []
         for d in self.dirs:
             _rmdir(d, wait_s=2.0)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sweep_stale(parent: Path) -> None:
+    """Once per parent dir: kill and remove job cgroups left by a harness that died mid-job."""
+    if parent in _swept:
+        return
+    _swept.add(parent)
+    for path in parent.glob(_PREFIX + "*"):
+        owner = path.name[len(_PREFIX) :].split("-", 1)[0]
+        if not owner.isdigit() or int(owner) == os.getpid() or _alive(int(owner)):
+            continue
+        log.warning("removing job cgroup %s left behind by dead harness pid %s", path, owner)
+        stale = JobCgroup(dirs=[path], v2=(path / "cgroup.controllers").exists())
+        stale.kill_all(timeout_s=2.0)
+        stale.remove()
 
 
 def _rmdir(path: Path, wait_s: float = 0.0) -> None:

@@ -155,7 +155,6 @@ class LocalExecutor:
             cgroup = JobCgroup.create(
                 memory_bytes=int(job.limits.memory_gb * _GIB),
                 max_pids=job.limits.max_processes,
-                tag=job_id[:8],
             )
         out = err = None
         try:

@@ -230,7 +230,9 @@ def sandbox_layout(
         nodes = nvidia_device_nodes(dev_dir)
         layout.devices = [str(n) for n in nodes]
         if nodes:
-            for path in NVIDIA_LIB_DIRS:
+            # cuInit fails with CUDA_ERROR_OPERATING_SYSTEM when /sys is missing (it reads PCI
+            # topology and driver state there), so GPU jobs see it read-only.
+            for path in ("/sys", *NVIDIA_LIB_DIRS):
                 layout._add_readonly(path)
     binds = {str(p): False for p in job.readonly}
     binds.update({str(p): True for p in (job.workdir, *job.writable)})
