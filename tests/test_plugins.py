@@ -1,0 +1,82 @@
+"""Plugins: hooks documented exactly, a third-party agent installed from its own package, broken ones skipped."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, REPO, run_cli
+
+
+def test_every_hook_is_documented_with_its_exact_signature() -> None:
+    from benchmark.plugins import HookSpecs
+
+    docs = (REPO / "docs" / "plugins.md").read_text()
+    hooks = [name for name in vars(HookSpecs) if name.startswith("researchbench_")]
+    assert len(hooks) == 5
+    for name in hooks:
+        params = [p for p in inspect.signature(getattr(HookSpecs, name)).parameters if p != "self"]
+        assert f"### `{name}({', '.join(params)})`" in docs, name
+    documented = set(re.findall(r"### `(researchbench_\w+)\(", docs))
+    assert documented == set(hooks), "docs list a hook that does not exist"
+
+
+@pytest.fixture(scope="module")
+def plugin_site(tmp_path_factory) -> Path:
+    """Install the fixture plugin packages the way a user would, into a private target dir."""
+    target = tmp_path_factory.mktemp("site")
+    for package in ("researchbench-stepper", "researchbench-broken"):
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                        "--target", str(target), str(FIXTURES / "plugins" / package)], check=True)
+    return target
+
+
+def test_installed_agent_plugin_runs_and_broken_plugin_is_skipped(plugin_site: Path, toy, tmp_path: Path) -> None:
+    proc = run_cli("agent=stepper", "task=toy", "budget.steps=2", "agent.step=1.0", f"results_dir={tmp_path}",
+                   env={"PYTHONPATH": str(plugin_site)})
+    assert proc.returncode == 0, proc.stderr
+    assert "skipping plugin broken" in proc.stderr and "Traceback" not in proc.stderr
+    (run_dir,) = (tmp_path / "stepper" / "toy").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["agent"] == "stepper" and summary["steps"]["experiments"] == 2
+    assert summary["best"]["val"] == 0.0  # slope 1 + 2 x 1.0 = 3, the true slope
+
+
+def test_plugin_agent_config_is_validated(plugin_site: Path) -> None:
+    proc = run_cli("agent=stepper", "task=toy", "agent.stpe=2", env={"PYTHONPATH": str(plugin_site)})
+    assert proc.returncode == 2 and "agent.step" in proc.stderr
+
+
+def test_a_raising_hook_is_skipped_not_fatal() -> None:
+    from benchmark.plugins import get_registry, hookimpl
+
+    class Tracker:
+        calls = 0
+
+        @hookimpl
+        def researchbench_on_node(self, node, run):
+            Tracker.calls += 1
+            raise RuntimeError("tracker down")
+
+    registry = get_registry()
+    registry.pm.register(Tracker(), name="tracker")
+    try:
+        registry.notify("researchbench_on_node", node={}, run={})
+        assert Tracker.calls == 1 and any("tracker" in s for s in registry.skipped)
+    finally:
+        registry.pm.unregister(name="tracker")
+
+
+def test_cfg_job_and_multirun(toy, tmp_path: Path) -> None:
+    proc = run_cli("task=toy", "--cfg", "job")
+    assert proc.returncode == 0 and "name: optuna" in proc.stdout and "name: toy" in proc.stdout
+    proc = run_cli("-m", "task=toy", "seed=0,1", "budget.steps=1", "quiet=true", f"results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr
+    runs = sorted(p.name for p in (tmp_path / "optuna" / "toy").iterdir())
+    assert len(runs) == 2 and runs[0].startswith("seed0-") and runs[1].startswith("seed1-")

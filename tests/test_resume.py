@@ -1,0 +1,101 @@
+"""SIGKILL a real run at several points, run the same command again, compare with an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, journal_records, run_cli
+
+ARGS = ["agent=optuna", "task=toy", "budget.steps=6", "quiet=true"]
+
+
+def _nodes(run_dir: Path) -> list[tuple]:
+    """What must match between runs: each node's identity, choice, files and score."""
+    return [(n["id"], n["operator"], tuple(n["parents"]), json.dumps(n["hints"], sort_keys=True),
+             tuple(sorted(n["files"].items())), n["status"], n["primary"])
+            for n in (r["node"] for r in journal_records(run_dir) if r["kind"] == "finished")]
+
+
+def _run_dir(results: Path) -> Path:
+    (run_dir,) = (results / "optuna" / "toy").iterdir()
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def reference(toy, tmp_path_factory) -> tuple[list[tuple], dict]:
+    results = tmp_path_factory.mktemp("reference")
+    proc = run_cli(*ARGS, f"results_dir={results}")
+    assert proc.returncode == 0, proc.stderr
+    run_dir = _run_dir(results)
+    return _nodes(run_dir), json.loads((run_dir / "summary.json").read_text())
+
+
+def _kill_when(results: Path, condition, timeout: float = 120) -> None:
+    proc = subprocess.Popen([sys.executable, str(REPO / "run_agent_benchmark.py"), *ARGS, f"results_dir={results}"],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            journal = next(results.glob("optuna/toy/*/journal.jsonl"), None)
+            text = journal.read_text() if journal else ""
+            records = [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines()]
+            if condition(records):
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+            time.sleep(0.005)
+        else:
+            pytest.fail("the run ended before the kill point was reached")
+    finally:
+        proc.wait(timeout=30)
+
+
+def _finished(n: int):
+    return lambda records: sum(r["kind"] == "finished" for r in records) >= n
+
+
+def _pending_after(n: int):
+    return lambda records: bool(records) and records[-1]["kind"] == "pending" and \
+        sum(r["kind"] == "finished" for r in records) == n
+
+
+@pytest.mark.parametrize("label, condition", [
+    ("in the baseline", _pending_after(0)),
+    ("after two nodes", _finished(2)),
+    ("mid-experiment", _pending_after(4)),
+    ("in the final test", _finished(7)),
+])
+def test_sigkill_then_resume_matches_uninterrupted_run(reference, tmp_path: Path, label: str, condition) -> None:
+    nodes, summary = reference
+    _kill_when(tmp_path, condition)
+    proc = run_cli(*ARGS, f"results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr
+    assert "resuming" in proc.stdout
+    run_dir = _run_dir(tmp_path)
+    assert _nodes(run_dir) == nodes
+    records = journal_records(run_dir)
+    ids = [r["node"]["id"] for r in records if r["kind"] == "finished"]
+    assert len(ids) == len(set(ids)), "a step was repeated"
+    assert sum(r["kind"] == "header" for r in records) == 1
+    assert sum(r["kind"] == "final" for r in records) == 1
+    pending = [r["id"] for r in records if r["kind"] == "pending"]
+    assert len(pending) - len(set(pending)) <= 1, "more than the one in-flight step was re-run"
+    resumed = json.loads((run_dir / "summary.json").read_text())
+    assert resumed["best"] == summary["best"] and resumed["steps"] == summary["steps"]
+
+
+def test_finished_run_is_a_noop_that_reprints_the_summary(reference, tmp_path: Path) -> None:
+    assert run_cli(*ARGS, f"results_dir={tmp_path}").returncode == 0
+    journal = _run_dir(tmp_path) / "journal.jsonl"
+    before = journal.read_bytes()
+    proc = run_cli(*ARGS, f"results_dir={tmp_path}")
+    assert proc.returncode == 0
+    assert "already finished" in proc.stdout and "summary: optuna on toy" in proc.stdout
+    assert journal.read_bytes() == before
