@@ -1,0 +1,78 @@
+"""End to end on the real causality task: optuna through the CLI, greedy with scripted LLM edits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import journal_records, run_cli, run_inprocess
+
+BAD_EDIT = """Plan: tune the learner.
+
+params.json
+<<<<<<< SEARCH
+  "learner": "s",
+=======
+  "learner": "t",
+>>>>>>> REPLACE
+"""
+T_LEARNER = """Plan: an X-learner on 448 units is noisy; a T-learner fits each arm separately.
+
+params.json
+<<<<<<< SEARCH
+  "learner": "x",
+=======
+  "learner": "t",
+>>>>>>> REPLACE
+"""
+BUG = """Plan: clip extreme effects.
+
+model.py
+<<<<<<< SEARCH
+    return np.asarray(effects, dtype=float).reshape(len(inputs), -1)[:, 0]
+=======
+    return np.clip(np.asarray(effects, dtype=float).reshape(len(inputs), -1)[:, 0], low=-50, high=50)
+>>>>>>> REPLACE
+"""
+FIX = """Plan: np.clip takes a_min/a_max, not low/high.
+
+model.py
+<<<<<<< SEARCH
+    return np.clip(np.asarray(effects, dtype=float).reshape(len(inputs), -1)[:, 0], low=-50, high=50)
+=======
+    return np.clip(np.asarray(effects, dtype=float).reshape(len(inputs), -1)[:, 0], -50, 50)
+>>>>>>> REPLACE
+"""
+
+
+def test_optuna_quick_start_through_the_cli(causality, tmp_path: Path) -> None:
+    proc = run_cli("agent=optuna", "task=causality", "budget.steps=2", f"results_dir={tmp_path}", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "[0002] tune" in proc.stdout and "hidden test" in proc.stdout and "results:" in proc.stdout
+    (run_dir,) = (tmp_path / "optuna" / "causality").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["steps"]["experiments"] == 2
+    assert summary["baseline"]["val"] < summary["metric"]["floor"]
+    assert summary["best"]["test"] is not None and summary["baseline"]["test"] is not None
+    assert summary["sandbox"] == "bwrap"
+    scored = run_cli(str(tmp_path), "--out", str(tmp_path.parent / "report"), script="compute_agent_metrics.py")
+    assert scored.returncode == 0, scored.stderr
+    assert "causality" in scored.stdout and (tmp_path.parent / "report" / "raw.csv").exists()
+
+
+def test_greedy_with_scripted_llm_edits_the_causality_baseline(causality, tmp_path: Path) -> None:
+    summary, out = run_inprocess("agent=greedy", "task=causality", "budget.steps=3", f"results_dir={tmp_path}",
+                                 llm__mock_responses=[BAD_EDIT, T_LEARNER, BUG, FIX])
+    run_dir = Path(summary["run_dir"])
+    nodes = [r["node"] for r in journal_records(run_dir) if r["kind"] == "finished"]
+    assert [(n["operator"], n["status"]) for n in nodes] == [
+        ("baseline", "ok"), ("improve", "edit_failed"), ("improve", "ok"), ("improve", "buggy"), ("debug", "ok")]
+    baseline, t_learner, buggy, fixed = nodes[0], nodes[2], nodes[3], nodes[4]
+    assert t_learner["primary"] < baseline["primary"]  # the T-learner really is better here
+    assert "TypeError" in (run_dir / "blobs" / buggy["stderr"][:2] / buggy["stderr"][2:]).read_text()
+    assert fixed["parents"] == [buggy["id"]] and fixed["primary"] is not None
+    diff = (run_dir / "blobs" / t_learner["diff"][:2] / t_learner["diff"][2:]).read_text()
+    assert '-  "learner": "x",' in diff and '+  "learner": "t",' in diff
+    assert summary["best"]["node"] in (t_learner["id"], fixed["id"])
+    assert summary["best"]["test"] < summary["baseline"]["test"]
+    assert summary["steps"]["experiments"] == 3
