@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 import random
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from agents import operators
-from benchmark.agent_api import Action, Agent, AgentSpec
+from benchmark.agent_api import Action, Agent, AgentSpec, StatelessPolicy
 from benchmark.journal import Node, NodeStore
 from benchmark.plugins import hookimpl
 from benchmark.task import TaskSpec
@@ -38,7 +38,7 @@ def debug_depth(node: Node, store: NodeStore) -> int:
     return depth
 
 
-class GreedyPolicy:
+class GreedyPolicy(StatelessPolicy):
     def __init__(self, cfg: GreedyConfig):
         self.cfg = cfg
 
@@ -49,15 +49,6 @@ class GreedyPolicy:
             return Action("debug", (newest.id,), tag=f"debug_of:{newest.id}")
         best = store.best() or store.get("0000")
         return Action("debug" if best.is_buggy else "improve", (best.id,))
-
-    def observe(self, node: Node, store: NodeStore) -> None:
-        pass
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        pass
 
 
 def build(cfg: GreedyConfig, task: TaskSpec) -> Agent:

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
+from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
 from benchmark.errors import UserError
 from benchmark.journal import Node, NodeStore
 from benchmark.plugins import hookimpl
@@ -40,7 +40,7 @@ def _distributions(task: TaskSpec) -> dict[str, Any]:
     return out
 
 
-class OptunaPolicy:
+class OptunaPolicy(StatelessPolicy):
     def __init__(self, cfg: OptunaConfig, task: TaskSpec):
         self.cfg, self.task = cfg, task
         self.distributions = _distributions(task)
@@ -77,15 +77,6 @@ class OptunaPolicy:
                 continue
         trial = study.ask(self.distributions)
         return Action("tune", ("0000",), hints={"params": trial.params})
-
-    def observe(self, node: Node, store: NodeStore) -> None:
-        pass
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        pass
 
 
 def tune(ctx: OpContext, parents: list[Node], action: Action) -> Proposal:

@@ -61,6 +61,19 @@ class Policy(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
+class StatelessPolicy:
+    """Base for policies whose choices follow from the node store alone: nothing to observe or save."""
+
+    def observe(self, node: Node, store: NodeStore) -> None:
+        pass
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
+
+
 @dataclass
 class Agent:
     policy: Policy

@@ -126,3 +126,25 @@ def test_llm_faults_become_recorded_failed_steps(toy, tmp_path: Path, monkeypatc
     assert all("LLM call failed" in n["feedback"] for n in nodes[1:3])
     assert [n["llm_calls"][0]["attempts"] for n in nodes[1:]] == [2, 2, 2]
     assert summary["best"]["val"] == 0.0 and summary["steps"]["experiments"] == 1
+
+
+def test_recorded_run_replays_identically_offline(toy, tmp_path: Path, monkeypatch) -> None:
+    from llm_server import StubLLMServer, ok
+
+    monkeypatch.setenv("STUB_KEY", "x")
+    common = ["agent=greedy", "task=toy", "budget.steps=2", "llm=openai_compatible", "llm.model=openai/test-model",
+              "llm.api_key_env=STUB_KEY", f"llm.cache_dir={tmp_path / 'cache'}"]
+    with StubLLMServer() as server:
+        server.script(ok(SLOPE_3), ok(CRASH), ok(FIX))
+        recorded, _ = run_inprocess(*common, "llm.cache=record", f"llm.api_base={server.url}",
+                                    f"results_dir={tmp_path / 'a'}")
+        url = server.url
+    replayed, _ = run_inprocess(*common, "llm.cache=replay", f"llm.api_base={url}", f"results_dir={tmp_path / 'b'}")
+
+    def trace(summary):
+        return [(n["id"], n["operator"], n["files"], n["status"], n["primary"],
+                 [c["response"] for c in n["llm_calls"]])
+                for n in (r["node"] for r in journal_records(Path(summary["run_dir"])) if r["kind"] == "finished")]
+
+    assert trace(replayed) == trace(recorded)
+    assert replayed["llm"]["cached_calls"] == recorded["llm"]["calls"] == 2 and replayed["best"]["test"] == recorded["best"]["test"]
