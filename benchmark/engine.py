@@ -65,7 +65,8 @@ class Run:
         self.prepared: PreparedTask = open_prepared(self.spec)
         self.budget: Budget = effective_budget(self.spec.budget, cfg.budget)
         self.agent_spec = registry.agents[cfg.agent.name]
-        self.run_dir = Path(cfg.results_dir) / cfg.agent.name / self.spec.name / default_run_id(cfg)
+        # absolute: sandboxes bind paths, and a relative one would depend on every process's cwd
+        self.run_dir = Path(cfg.results_dir).absolute() / cfg.agent.name / self.spec.name / default_run_id(cfg)
         self.blobs = BlobStore(self.run_dir / "blobs")
         self.journal = Journal(self.run_dir / "journal.jsonl")
         self.store = NodeStore(self.blobs, self.spec.metric)

@@ -46,18 +46,19 @@ model.py
 
 
 def test_optuna_quick_start_through_the_cli(causality, tmp_path: Path) -> None:
-    proc = run_cli("agent=optuna", "task=causality", "budget.steps=2", f"results_dir={tmp_path}", timeout=600)
+    # the README's form: results_dir left at its relative default, resolved against the cwd
+    proc = run_cli("agent=optuna", "task=causality", "budget.steps=2", cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "[0002] tune" in proc.stdout and "hidden test" in proc.stdout and "results:" in proc.stdout
-    (run_dir,) = (tmp_path / "optuna" / "causality").iterdir()
+    (run_dir,) = (tmp_path / "results" / "optuna" / "causality").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["steps"]["experiments"] == 2
     assert summary["baseline"]["val"] < summary["metric"]["floor"]
     assert summary["best"]["test"] is not None and summary["baseline"]["test"] is not None
     assert summary["sandbox"] == "bwrap"
-    scored = run_cli(str(tmp_path), "--out", str(tmp_path.parent / "report"), script="compute_agent_metrics.py")
+    scored = run_cli(str(tmp_path / "results"), "--out", str(tmp_path / "report"), script="compute_agent_metrics.py")
     assert scored.returncode == 0, scored.stderr
-    assert "causality" in scored.stdout and (tmp_path.parent / "report" / "raw.csv").exists()
+    assert "causality" in scored.stdout and (tmp_path / "report" / "raw.csv").exists()
 
 
 def test_greedy_with_scripted_llm_edits_the_causality_baseline(causality, tmp_path: Path) -> None:

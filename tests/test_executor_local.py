@@ -488,3 +488,12 @@ def test_background_writer_without_cgroups_or_sandbox(tmp_path: Path, keep_pipes
     assert result.ok and "main done" in out
     time.sleep(2.2)
     assert not target.exists()
+
+
+def test_relative_job_paths_are_a_clear_error(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rel").mkdir()
+    with LocalExecutor(LocalExecutorConfig(sandbox="none")) as executor:
+        result = executor.submit(Job(argv=(sys.executable, "-c", "pass"), workdir=Path("rel"),
+                                     stdout_path=tmp_path / "o", stderr_path=tmp_path / "e", timeout_s=5)).result()
+    assert result.error and "must be absolute" in result.error

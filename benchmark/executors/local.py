@@ -124,7 +124,9 @@ class LocalExecutor:
             )
         if not Path(job.workdir).is_dir():
             return f"job workdir {job.workdir} does not exist"
-        for path in (*job.readonly, *job.writable):
+        for path in (job.workdir, *job.readonly, *job.writable):
+            if not Path(path).is_absolute():
+                return f"job path {path} must be absolute (sandboxes bind paths onto themselves)"
             if not Path(path).exists():
                 return f"job path {path} does not exist"
         if job.timeout_s <= 0:
