@@ -16,36 +16,20 @@ import pytest
 from benchmark.errors import BudgetExhausted, UserError
 from benchmark.llm import LLMCall, LLMClient, LLMConfig, Usage, missing_credentials
 
-try:
-    from tests.llm_server import (
-        EMPTY,
-        HANG,
-        MALFORMED,
-        NO_CHOICES,
-        RATE_LIMIT,
-        SERVER_ERROR,
-        UNAUTHORIZED,
-        UNAVAILABLE,
-        BAD_REQUEST,
-        StubLLMServer,
-        llm_server,  # noqa: F401 - pytest fixture
-        ok,
-    )
-except ImportError:  # tests/ imported as a rootless directory
-    from llm_server import (  # type: ignore[no-redef]
-        EMPTY,
-        HANG,
-        MALFORMED,
-        NO_CHOICES,
-        RATE_LIMIT,
-        SERVER_ERROR,
-        UNAUTHORIZED,
-        UNAVAILABLE,
-        BAD_REQUEST,
-        StubLLMServer,
-        llm_server,  # noqa: F401
-        ok,
-    )
+from llm_server import (
+    BAD_REQUEST,
+    EMPTY,
+    HANG,
+    MALFORMED,
+    NO_CHOICES,
+    RATE_LIMIT,
+    SERVER_ERROR,
+    UNAUTHORIZED,
+    UNAVAILABLE,
+    StubLLMServer,
+    llm_server,  # noqa: F401 - pytest fixture
+    ok,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 MOCK_CALL_USD = 1.35e-05  # gpt-4o-mini mock: 10 prompt + 20 completion tokens
