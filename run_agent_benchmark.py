@@ -35,7 +35,6 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    registry = get_registry()
-    register_configs(registry)
-    prevalidate(sys.argv[1:], registry)
+    register_configs(get_registry())
+    prevalidate(sys.argv[1:])
     main()

@@ -26,7 +26,7 @@ def fail(message: str) -> NoReturn:
     raise SystemExit(UserError.exit_code)
 
 
-def _options(group: str, registry) -> list[str]:
+def _options(group: str) -> list[str]:
     from hydra.core.config_store import ConfigStore
 
     names = set(ConfigStore.instance().list(group)) if group in ConfigStore.instance().repo else set()
@@ -35,13 +35,13 @@ def _options(group: str, registry) -> list[str]:
     return sorted(names)
 
 
-def _fix_for(exc: Exception, overrides: list[str], compose: Callable, registry) -> str:
+def _fix_for(exc: Exception, overrides: list[str], compose: Callable) -> str:
     from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
 
     text = str(exc).strip()
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file and "/" in exc.missing_cfg_file:
         group, name = exc.missing_cfg_file.split("/", 1)
-        choices = ", ".join(_options(group, registry))
+        choices = ", ".join(_options(group))
         hint = {"agent": "install the agent's plugin package or pick one of these",
                 "task": "add ml_tasks/<name>/task.yaml, install a task plugin, or pick one of these"}.get(
             group, "pick one of these")
@@ -84,7 +84,7 @@ def _suggest(key: str, overrides: list[str], compose: Callable) -> str:
     return f" (did you mean '{where}{close[0]}'?)" if close else f" (known: {', '.join(keys)})"
 
 
-def prevalidate(argv: list[str], registry) -> None:
+def prevalidate(argv: list[str]) -> None:
     """Compose the config the way Hydra will; exit 2 with one line on any problem."""
     if any(a in ("-m", "--multirun", "-h", "--help", "--hydra-help", "--info") or a.startswith("--info")
            for a in argv):
@@ -105,6 +105,6 @@ def prevalidate(argv: list[str], registry) -> None:
     try:
         compose(overrides)
     except Exception as exc:  # every composition error becomes one line
-        fail(_fix_for(exc, overrides, compose, registry))
+        fail(_fix_for(exc, overrides, compose))
     finally:
         GlobalHydra.instance().clear()

@@ -8,6 +8,7 @@ search, the best-validation node (and the baseline) run once on the hidden test 
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import signal
@@ -242,7 +243,7 @@ class Run:
 
     def _store_call(self, call: Any) -> dict[str, Any]:
         record = call.to_dict()
-        record["messages"] = self.blobs.put(_canonical(record.get("messages", [])))
+        record["messages"] = self.blobs.put(json.dumps(record.get("messages", []), sort_keys=True, ensure_ascii=False))
         record["response"] = self.blobs.put(record.get("response") or "")
         return record
 
@@ -290,12 +291,6 @@ class Run:
         summary = report.build(self, status)
         write_json_atomic(self.run_dir / "summary.json", summary)
         return summary
-
-
-def _canonical(value: Any) -> str:
-    import json
-
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
