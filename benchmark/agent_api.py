@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
     from benchmark.journal import Node, NodeStore
     from benchmark.llm import LLMCall, LLMClient
-    from benchmark.task import TaskSpec
+    from benchmark.task import Budget, TaskSpec
 
 
 @dataclass(frozen=True)
@@ -43,14 +44,29 @@ class OpContext:
     llm: LLMClient | None  # None for agents that declare uses_llm=False
     rng: random.Random  # derived from (seed, step): deterministic on resume
     steps_left: int
+    budget: Budget | None = None  # this run's effective budget (the task's, with command-line overrides)
+    public_dir: Path | None = None  # the task's public data, read-only (for data previews)
+
+
+@dataclass
+class Analysis:
+    """What an analyzer returns for an executed node: a short reading of its result (AIDE's review)."""
+
+    text: str
+    llm_calls: list[LLMCall] = field(default_factory=list)
 
 
 Operator = Callable[[OpContext, "list[Node]", Action], Proposal]
+Analyzer = Callable[[OpContext, "Node"], Analysis]
 
 
 class Policy(Protocol):
     def next_action(self, store: NodeStore, rng: random.Random) -> Action | None:
-        """The next action, or None when the policy has nothing left to try."""
+        """The next action, or None when the policy has nothing left to try.
+
+        With several experiments in flight, `store.pending()` lists the claimed nodes (operator and
+        parents set, not yet finished): a policy must not hand out work another claim already covers.
+        """
 
     def observe(self, node: Node, store: NodeStore) -> None:
         """Update state after a node finished (debug agendas, visit counts, ...)."""
@@ -78,6 +94,7 @@ class StatelessPolicy:
 class Agent:
     policy: Policy
     operators: dict[str, Operator]
+    analyze: Analyzer | None = None  # called once per executed node; costs no experiment
 
 
 @dataclass(frozen=True)

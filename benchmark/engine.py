@@ -186,8 +186,10 @@ class Run:
                         tag=action.tag, hints=dict(action.hints), created_at=now())
             self.journal.append({"kind": "pending", "id": node.id, "step": step, "operator": action.operator,
                                  "parents": node.parents, "at": now()})
+            self.store.claim(node)
             ctx = OpContext(task=self.spec, store=self.store, llm=self.llm, rng=rng,
-                            steps_left=self.budget.steps - self.counters.experiments)
+                            steps_left=self.budget.steps - self.counters.experiments, budget=self.budget,
+                            public_dir=self.prepared.public_dir)
             try:
                 proposal = self._propose(agent, ctx, action)
             except BudgetExhausted as exc:

@@ -25,6 +25,7 @@ BUGGY = "buggy"  # executed, but crashed, timed out or produced invalid predicti
 EDIT_FAILED = "edit_failed"  # the proposed edit did not parse or apply: no experiment spent
 NO_OP = "no_op"  # the edit changed nothing: no experiment spent
 AGENT_FAILED = "agent_failed"  # the LLM call or the operator itself failed: no experiment spent
+PENDING = "pending"  # claimed by the policy and in flight; only ever in NodeStore.pending()
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Node:
     metrics: dict[str, float] = field(default_factory=dict)
     primary: float | None = None
     bug_reason: str = ""
+    analysis: str = ""  # the agent's reading of the result (AIDE's review), when it has an analyzer
     llm_calls: list[dict[str, Any]] = field(default_factory=list)  # prompts/responses as blob digests
     created_at: float = 0.0
     finished_at: float = 0.0
@@ -107,8 +109,19 @@ class NodeStore:
         self._children: dict[str, list[str]] = {}
         self._best: Node | None = None
         self._file_cache: dict[str, str] = {}
+        self._pending: dict[str, Node] = {}
+
+    def claim(self, node: Node) -> None:
+        """Mark a node as in flight, so policies asked meanwhile see what is already being tried."""
+        node.status = PENDING
+        self._pending[node.id] = node
+
+    def pending(self) -> list[Node]:
+        """Claimed nodes not yet finished, oldest first."""
+        return list(self._pending.values())
 
     def add(self, node: Node) -> None:
+        self._pending.pop(node.id, None)
         self._nodes[node.id] = node
         for parent in node.parents:
             self._children.setdefault(parent, []).append(node.id)
