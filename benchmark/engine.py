@@ -66,6 +66,10 @@ class Run:
         self.prepared: PreparedTask = open_prepared(self.spec)
         self.budget: Budget = effective_budget(self.spec.budget, cfg.budget)
         self.agent_spec = registry.agents[cfg.agent.name]
+        if self.agent_spec.uses_llm:  # refused before anything is written, so no empty run dir is left
+            problem = missing_credentials(OmegaConf.to_object(cfg.llm))
+            if problem:
+                raise UserError(f"agent '{self.agent_spec.name}' needs an LLM: {problem}")
         # absolute: sandboxes bind paths, and a relative one would depend on every process's cwd
         self.run_dir = Path(cfg.results_dir).absolute() / cfg.agent.name / self.spec.name / default_run_id(cfg)
         self.blobs = BlobStore(self.run_dir / "blobs")
@@ -110,9 +114,6 @@ class Run:
         agent_cfg = OmegaConf.to_object(self.cfg.agent)
         if self.agent_spec.uses_llm:
             llm_cfg = OmegaConf.to_object(self.cfg.llm)
-            problem = missing_credentials(llm_cfg)
-            if problem:
-                raise UserError(f"agent '{self.agent_spec.name}' needs an LLM: {problem}")
             if llm_cfg.usd_cap is None or llm_cfg.usd_cap > self.budget.usd:
                 llm_cfg.usd_cap = self.budget.usd
             if llm_cfg.cache_dir is None:
@@ -167,7 +168,7 @@ class Run:
     def _stop_reason(self) -> str:
         b, c = self.budget, self.counters
         if c.experiments >= b.steps:
-            return f"used the budget of {b.steps} experiments"
+            return f"used the budget of {report.plural(b.steps, 'experiment')}"
         if c.compute_s >= b.compute_hours * 3600:
             return f"used the compute budget of {b.compute_hours:g} h"
         if c.unexecuted_in_a_row >= self.cfg.budget.max_unexecuted_in_a_row:

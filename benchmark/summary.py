@@ -106,10 +106,15 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
+def plural(count: int, noun: str) -> str:
+    """'1 experiment', '2 experiments'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def banner(run: Run) -> str:
     b = run.budget
     return (f"researchbench: agent={run.agent_spec.name} task={run.spec.name} (v{run.spec.version}) "
-            f"seed={run.cfg.seed} sandbox={run.executor.sandbox_mode} budget={b.steps} experiments, "
+            f"seed={run.cfg.seed} sandbox={run.executor.sandbox_mode} budget={plural(b.steps, 'experiment')}, "
             f"{b.step_timeout_s:g}s/step, ${b.usd:g}\n  results: {run.run_dir}")
 
 
@@ -131,13 +136,16 @@ def progress(run: Run, node: Node) -> str:
 def render(summary: dict[str, Any]) -> str:
     m, base, best = summary["metric"], summary["baseline"], summary["best"]
     arrow = "lower is better" if m["direction"] == "lower" else "higher is better"
+    steps = summary["steps"]
+    best_label = f"best (node {best['node'] or '-'})"
+    width = max(len("baseline"), len(best_label))
     lines = [
         f"summary: {summary['agent']} on {summary['task']} (v{summary['task_version']}), seed {summary['seed']}, "
         f"{m['name']} ({arrow}), sandbox {summary['sandbox']}",
-        f"  baseline       val {_fmt(base['val'])}   test {_fmt(base['test'])}",
-        f"  best (node {best['node'] or '-'})  val {_fmt(best['val'])}   hidden test {_fmt(best['test'])}"
+        f"  {'baseline':<{width}}  val {_fmt(base['val'])}   hidden test {_fmt(base['test'])}",
+        f"  {best_label:<{width}}  val {_fmt(best['val'])}   hidden test {_fmt(best['test'])}"
         + (f"   normalized {best['normalized_test']:.3f}" if best.get("normalized_test") is not None else ""),
-        f"  steps: {summary['steps']['experiments']} experiments, {summary['steps']['nodes']} nodes; "
+        f"  steps: {plural(steps['experiments'], 'experiment')}, {plural(steps['nodes'], 'node')}; "
         f"time {summary['wall_seconds']:.0f}s; LLM ${summary['budget']['used']['usd']:.4f}",
         f"  stopped: {summary['stop_reason']}",
         f"  results: {summary['run_dir']}",

@@ -56,8 +56,15 @@ def test_unprepared_workspace(tmp_path: Path) -> None:
 
 def test_llm_agent_without_key_names_the_variable(toy, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    proc = run_cli("agent=greedy", "task=toy", "llm=openai", f"results_dir={tmp_path}", env=env)
+    proc = run_cli("agent=greedy", "task=toy", "llm=openai", f"results_dir={tmp_path / 'results'}", env=env)
     _one_line_error(proc, "OPENAI_API_KEY", "agent=optuna")
+    assert not (tmp_path / "results").exists(), "a refused run must leave no run directory behind"
+
+
+@pytest.mark.parametrize("args", [["task=toy", "budget.stepz=3"], ["agent=nope", "task=toy"]])
+def test_config_errors_leave_no_results_behind(args, tmp_path: Path) -> None:
+    _one_line_error(run_cli(*args, f"results_dir={tmp_path / 'results'}", cwd=tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "a refused run must write nothing"
 
 
 def test_different_config_in_same_run_dir_is_refused(toy, tmp_path: Path) -> None:

@@ -148,3 +148,14 @@ def test_recorded_run_replays_identically_offline(toy, tmp_path: Path, monkeypat
 
     assert trace(replayed) == trace(recorded)
     assert replayed["llm"]["cached_calls"] == recorded["llm"]["calls"] == 2 and replayed["best"]["test"] == recorded["best"]["test"]
+
+
+def test_summary_lines_count_in_words_and_align(toy, tmp_path: Path) -> None:
+    summary, out = run_inprocess("task=toy", "budget.steps=1", f"results_dir={tmp_path}")
+    assert "budget=1 experiment," in out and "steps: 1 experiment, " in out
+    assert " 1 experiments" not in out
+    lines = out.splitlines()
+    base = next(line for line in lines if line.strip().startswith("baseline"))
+    best = next(line for line in lines if line.strip().startswith("best (node"))
+    assert base.index(" val ") == best.index(" val ")
+    assert base.index("hidden test") == best.index("hidden test")
