@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import signal
 import time
 from dataclasses import asdict, dataclass, field
@@ -24,11 +23,12 @@ from benchmark.agent_api import Action, Agent, OpContext, Proposal
 from benchmark.config import config_hash, default_run_id, effective_budget
 from benchmark.edits import unified_diff
 from benchmark.errors import BudgetExhausted, UserError
-from benchmark.experiment import Outcome, run_phase
+from benchmark.experiment import Outcome, check_isolation, run_phase
 from benchmark.journal import (AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, BlobStore, Journal, Node, NodeStore,
                                now, write_json_atomic)
 from benchmark.llm import LLMClient, Usage, missing_credentials
 from benchmark.plugins import Registry
+from benchmark.safefs import discard_tree
 from benchmark.task import Budget, load_task
 from benchmark.workspace import PreparedTask, open_prepared
 
@@ -126,14 +126,20 @@ class Run:
 
     # ------------------------------------------------------------------------------------ run
     def run(self) -> dict[str, Any]:
-        if not self._open():
-            summary = report.read(self.run_dir)
-            self.echo("run already finished; nothing to do")
-            self.echo(report.render(summary))
-            return summary
-        agent = self._build_agent()
         executor_cfg = OmegaConf.to_object(self.cfg.executor)
         self.executor = self.registry.executors[self.cfg.executor.name].build(executor_cfg)
+        try:
+            check_isolation(self.prepared, self.executor, self.run_dir)  # before anything is written
+            if not self._open():
+                summary = report.read(self.run_dir)
+                self.echo("run already finished; nothing to do")
+                self.echo(report.render(summary))
+                return summary
+            return self._run_to_end(self._build_agent())
+        finally:
+            self.executor.shutdown()
+
+    def _run_to_end(self, agent: Agent) -> dict[str, Any]:
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
             self.echo(report.banner(self))
@@ -151,7 +157,6 @@ class Run:
             raise
         finally:
             signal.signal(signal.SIGTERM, previous)
-            self.executor.shutdown()
 
     def identity(self) -> dict[str, Any]:
         return {"agent": self.agent_spec.name, "task": self.spec.name, "run_dir": str(self.run_dir),
@@ -234,7 +239,6 @@ class Run:
             node.diff = self.blobs.put(unified_diff(parent_files, files))
         scratch = self.run_dir / "scratch" / node.id
         outcome = run_phase(self.prepared, files, "val", self.executor, scratch, self.budget.step_timeout_s)
-        shutil.rmtree(scratch, ignore_errors=True)
         self._record(node, outcome)
 
     def _record(self, node: Node, outcome: Outcome) -> None:
@@ -285,10 +289,9 @@ class Run:
             results[label] = {"node": node.id, "primary": outcome.primary, "metrics": outcome.metrics,
                               "error": outcome.bug_reason, "seconds": outcome.seconds,
                               "stdout": self.blobs.put(outcome.stdout), "stderr": self.blobs.put(outcome.stderr)}
-            shutil.rmtree(scratch, ignore_errors=True)
         self.final = {"kind": "final", "stop_reason": self.stop_reason, "at": now(), **results}
         self.journal.append(self.final)
-        shutil.rmtree(self.run_dir / "scratch", ignore_errors=True)
+        discard_tree(self.run_dir / "scratch")
 
     def _write_summary(self, status: str) -> dict[str, Any]:
         summary = report.build(self, status)

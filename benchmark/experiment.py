@@ -1,39 +1,49 @@
 """One experiment: a node's files run in a sandbox, then the task's evaluator scores what they wrote.
 
 The code dir is rebuilt from the pristine baseline for every run with the node's editable files laid
-over it; harness-owned files (the driver) are fresh copies, mounted read-only. The evaluator runs in
-its own process outside the sandbox, reads only the predictions directory and the hidden labels, and
-writes metrics where agent code cannot reach. Nothing is parsed from the agent's stdout.
+over it; harness-owned files (the driver) are fresh copies, mounted read-only. When the job has
+ended, the harness itself copies the task's declared `outputs` out of the job's output dir (regular
+files only, no links anywhere in the path, size-capped) into a dir the job never saw. The evaluator
+then runs in a sandbox of its own on those copies, with the labels read-only and limits from the
+manifest, and writes metrics where agent code cannot reach. Nothing is parsed from the agent's
+stdout, and nothing the job left behind is ever opened by path.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
+import os
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from benchmark.executors.base import Executor, Job, Limits
+from benchmark.errors import UserError
+from benchmark.executors.base import Executor, Job, JobResult, Limits
+from benchmark.safefs import UnsafeOutput, discard_tree, read_regular_file
 from benchmark.task import render
-from benchmark.workspace import PreparedTask
+from benchmark.workspace import LABELS_GID, PreparedTask
 
-EVALUATOR_TIMEOUT_S = 300.0
+log = logging.getLogger(__name__)
+
+_GIB = 1024**3
+_METRICS_CAP = 1 << 20  # bytes of metrics.json the harness will read
+_EVALUATOR_DISK = 256 * 1024**2  # what the evaluator may store (it writes one small JSON file)
 
 
 @dataclass
 class Outcome:
     exit_code: int | None
     timed_out: bool
-    seconds: float  # sandbox run + evaluator
+    seconds: float  # sandbox run + output collection + evaluator
     stdout: bytes
     stderr: bytes
     metrics: dict[str, float] = field(default_factory=dict)
     primary: float | None = None
-    bug_reason: str = ""  # empty when the run produced a valid score
+    bug_reason: str = ""  # empty when the run produced a valid score; shown to the agent
 
     @property
     def ok(self) -> bool:
@@ -41,14 +51,14 @@ class Outcome:
 
 
 def materialize(prepared: PreparedTask, files: dict[str, str], code_dir: Path) -> list[Path]:
-    """Write baseline + node files into code_dir; return the harness-owned paths (to mount read-only)."""
-    if code_dir.exists():
-        shutil.rmtree(code_dir)
+    """Write baseline + node files into a fresh code_dir; return the harness-owned paths (mounted read-only)."""
+    discard_tree(code_dir)
     shutil.copytree(prepared.baseline_dir, code_dir)
     spec = prepared.spec
     owned = [code_dir / rel for rel in prepared.baseline_files() if not spec.is_editable(rel)]
     for rel, text in files.items():
-        if not spec.is_editable(rel):
+        parts = PurePosixPath(rel).parts
+        if not spec.is_editable(rel) or PurePosixPath(rel).is_absolute() or ".." in parts:
             raise ValueError(f"refusing to write non-editable file {rel}")
         target = code_dir / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -56,66 +66,145 @@ def materialize(prepared: PreparedTask, files: dict[str, str], code_dir: Path) -
     return owned
 
 
-def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executor: Executor,
-              scratch: Path, timeout_s: float) -> Outcome:
-    """Run the val or test phase of `files` and score it. Leaves logs in scratch; caller cleans up."""
+def phase_job(prepared: PreparedTask, phase: str, scratch: Path, timeout_s: float,
+              owned: list[Path] = ()) -> Job:
+    """The sandboxed job of a val or test phase, with what it must never see named in `hidden`."""
     spec = prepared.spec
-    code_dir, output_dir, eval_dir = scratch / "code", scratch / "output", scratch / "eval"
-    for path in (output_dir, eval_dir):
-        shutil.rmtree(path, ignore_errors=True)
-        path.mkdir(parents=True)
-    owned = materialize(prepared, files, code_dir)
+    code_dir, output_dir = scratch / "code", scratch / "output"
     readonly = [prepared.public_dir, *owned]
+    hidden = [prepared.labels_dir, spec.task_dir, scratch.parent]  # scratch.parent: the run's results
     if phase == "test":
         readonly.append(prepared.test_inputs_dir)
+    else:
+        hidden.append(prepared.test_inputs_dir)
     values = dict(python=sys.executable, code=str(code_dir), data=str(prepared.public_dir),
                   output=str(output_dir), phase=phase, test_inputs=str(prepared.test_inputs_dir))
     argv = render(spec.phases[phase], **values)  # the manifest schema keeps {test_inputs} out of val
-    job = Job(
+    res = spec.resources
+    return Job(
         argv=tuple(argv), workdir=code_dir, stdout_path=scratch / "stdout.txt", stderr_path=scratch / "stderr.txt",
         timeout_s=timeout_s, readonly=tuple(readonly), writable=(output_dir,),
-        limits=Limits(memory_gb=spec.resources.memory_gb, cpus=spec.resources.cpus), gpus=spec.resources.gpus,
+        limits=Limits(memory_gb=res.memory_gb, cpus=res.cpus), gpus=res.gpus,
+        disk_bytes=int(res.disk_gb * _GIB), hidden=tuple(hidden), masked=(spec.task_dir,),
     )
+
+
+def check_isolation(prepared: PreparedTask, executor: Executor, run_dir: Path) -> None:
+    """At start-up: refuse, with one line, a layout in which agent code could see hidden data."""
+    for phase in ("val", "test"):
+        problem = executor.exposure(phase_job(prepared, phase, run_dir / "scratch" / "check", 1.0))
+        if problem:
+            raise UserError(f"refusing to run: {problem} (RESEARCHBENCH_WORKSPACE and results_dir choose "
+                            "where data and results live)")
+
+
+def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executor: Executor,
+              scratch: Path, timeout_s: float) -> Outcome:
+    """Run the val or test phase of `files` and score it; scratch is made fresh and removed after."""
+    discard_tree(scratch)
+    output_dir, handed, eval_dir = scratch / "output", scratch / "handed", scratch / "eval"
+    for path in (output_dir, handed, eval_dir):
+        path.mkdir(parents=True)
     started = time.monotonic()
-    result = executor.submit(job).result()
-    outcome = Outcome(exit_code=result.exit_code, timed_out=result.timed_out, seconds=0.0,
-                      stdout=_read(job.stdout_path), stderr=_read(job.stderr_path))
+    try:
+        owned = materialize(prepared, files, scratch / "code")
+        job = phase_job(prepared, phase, scratch, timeout_s, owned)
+        result = executor.submit(job).result()
+        outcome = Outcome(exit_code=result.exit_code, timed_out=result.timed_out, seconds=0.0,
+                          stdout=_read(job.stdout_path), stderr=_read(job.stderr_path))
+        outcome.bug_reason = _job_problem(result, timeout_s)
+        if not outcome.bug_reason:
+            outcome.bug_reason = _collect(prepared, output_dir, handed)
+        if not outcome.bug_reason:
+            _evaluate(prepared, phase, executor, scratch, handed, eval_dir, outcome)
+        outcome.seconds = round(time.monotonic() - started, 3)
+        return outcome
+    finally:
+        discard_tree(scratch)
+
+
+def _job_problem(result: JobResult, timeout_s: float) -> str:
     if result.error:
-        outcome.bug_reason = f"could not run: {result.error}"
-    elif result.timed_out:
-        outcome.bug_reason = f"timed out after {timeout_s:g}s"
-    elif result.exit_code != 0:
-        outcome.bug_reason = f"exit code {result.exit_code}"
-    else:
-        _evaluate(prepared, phase, output_dir, eval_dir, outcome)
-    outcome.seconds = round(time.monotonic() - started, 3)
-    return outcome
+        return f"could not run: {result.error}"
+    if result.violation:
+        return f"killed: {result.violation}"
+    if result.timed_out:
+        return f"timed out after {timeout_s:g}s"
+    if result.exit_code != 0:
+        return f"exit code {result.exit_code}"
+    return ""
 
 
-def _evaluate(prepared: PreparedTask, phase: str, output_dir: Path, eval_dir: Path, outcome: Outcome) -> None:
+def _collect(prepared: PreparedTask, output_dir: Path, handed: Path) -> str:
+    """Copy the declared outputs into `handed`; the reason they cannot be, else ""."""
+    cap = int(prepared.spec.evaluation.max_output_mb * 1024**2)
+    for rel in prepared.spec.outputs:
+        try:
+            data = read_regular_file(output_dir, rel, cap)
+        except UnsafeOutput as exc:
+            return f"invalid output: {exc}"
+        target = handed / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        os.chmod(target, 0o644)
+    return ""
+
+
+def _evaluate(prepared: PreparedTask, phase: str, executor: Executor, scratch: Path, handed: Path,
+              eval_dir: Path, outcome: Outcome) -> None:
+    """Score the handed-over copies in the evaluator's own sandbox (labels read-only, no network,
+    clean environment, the manifest's limits)."""
     spec = prepared.spec
-    metrics_path = eval_dir / "metrics.json"
-    argv = render(spec.evaluator, python=sys.executable, task_dir=str(spec.task_dir), output=str(output_dir),
-                  labels=str(prepared.labels_dir), metrics=str(metrics_path), phase=phase)
-    try:
-        proc = subprocess.run(argv, cwd=eval_dir, capture_output=True, timeout=EVALUATOR_TIMEOUT_S, text=True)
-    except subprocess.TimeoutExpired:
-        outcome.bug_reason = "evaluator timed out"
+    limits = spec.evaluation
+    argv = render(spec.evaluator, python=sys.executable, task_dir=str(spec.task_dir), output=str(handed),
+                  labels=str(prepared.labels_dir), metrics=str(eval_dir / "metrics.json"), phase=phase)
+    job = Job(argv=tuple(argv), workdir=eval_dir, stdout_path=scratch / "eval_stdout.txt",
+              stderr_path=scratch / "eval_stderr.txt", timeout_s=limits.timeout_s,
+              readonly=(handed, prepared.labels_dir, spec.task_dir),
+              limits=Limits(memory_gb=limits.memory_gb, cpus=limits.cpus), disk_bytes=_EVALUATOR_DISK,
+              groups=(LABELS_GID,))
+    result = executor.submit(job).result()
+    if result.error or result.violation:
+        outcome.bug_reason = f"the evaluator could not run: {result.error or result.violation}"
         return
-    if proc.returncode != 0 or not metrics_path.exists():
-        reason = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
-        outcome.bug_reason = f"invalid predictions: {reason[:300]}"
+    if result.timed_out:
+        outcome.bug_reason = f"the evaluator timed out on these predictions (evaluation.timeout_s={limits.timeout_s:g})"
+        return
+    if result.exit_code != 0:
+        outcome.bug_reason = f"invalid predictions: {_evaluator_reason(prepared, _read(job.stderr_path), result, handed, scratch)}"
         return
     try:
-        metrics = {k: float(v) for k, v in json.loads(metrics_path.read_text())["metrics"].items()}
-    except (ValueError, KeyError, TypeError) as exc:
-        outcome.bug_reason = f"evaluator wrote unreadable metrics: {exc}"
+        raw = json.loads(read_regular_file(eval_dir, "metrics.json", _METRICS_CAP))
+        metrics = {k: float(v) for k, v in raw["metrics"].items()}
+    except UnsafeOutput as exc:
+        outcome.bug_reason = f"the evaluator wrote no usable metrics ({exc})"
+        return
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        outcome.bug_reason = f"the evaluator wrote unreadable metrics: {type(exc).__name__}"
         return
     primary = metrics.get(spec.metric.name)
     if primary is None or not math.isfinite(primary):
-        outcome.bug_reason = f"evaluator gave no finite '{spec.metric.name}'"
+        outcome.bug_reason = f"the evaluator gave no finite '{spec.metric.name}'"
         return
     outcome.metrics, outcome.primary = metrics, primary
+
+
+def _evaluator_reason(prepared: PreparedTask, stderr: bytes, result: JobResult, handed: Path, scratch: Path) -> str:
+    """The evaluator's one-line verdict on the predictions, in terms of the agent's own output dir.
+
+    A crash (a traceback) is reported without its text: tracebacks name evaluator internals and
+    label paths, which the agent has no business seeing.
+    """
+    text = stderr.decode(errors="replace")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines or "Traceback (most recent call last)" in text:
+        log.warning("the evaluator of %s crashed (exit %s); its stderr ends:\n%s", prepared.spec.name,
+                    result.exit_code, "\n".join(lines[-15:]))
+        return f"the evaluator rejected them (exit code {result.exit_code})"
+    line = lines[-1].replace(str(handed), str(scratch / "output"))
+    for secret, name in ((prepared.labels_dir, "<labels>"), (prepared.spec.task_dir, "<evaluator>")):
+        line = line.replace(str(secret), name)
+    return line[:300]
 
 
 def _read(path: Path) -> bytes:

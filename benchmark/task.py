@@ -10,7 +10,7 @@ import fnmatch
 import re
 import string
 from dataclasses import MISSING, dataclass, field, fields
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -73,6 +73,17 @@ class Resources:
     gpus: int = 0
     cpus: int = 1
     memory_gb: float = 4.0
+    disk_gb: float = 1.0  # most one job may store on the host (code dir + output dir); over it, it is killed
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Limits of the evaluator's own sandbox, and of what it is handed."""
+
+    max_output_mb: float = 16.0  # a declared output over this (apparent) size makes the step invalid
+    memory_gb: float = 2.0
+    cpus: int = 1
+    timeout_s: float = 120.0  # counted in the step's time
 
 
 @dataclass(frozen=True)
@@ -111,11 +122,13 @@ class TaskSpec:
     code: str  # baseline code dir, relative to the task dir
     editable: tuple[str, ...]  # globs relative to the code dir; every other file is harness-owned
     phases: dict[str, tuple[str, ...]]  # "val" and "test" argv templates, run inside the sandbox
-    evaluator: tuple[str, ...]  # argv template, run by the harness in its own process
+    evaluator: tuple[str, ...]  # argv template, run by the harness in its own sandbox
+    outputs: tuple[str, ...]  # files (relative to {output}) the harness copies out for the evaluator
     prepare: tuple[str, ...]  # argv template that writes data into workspace/<task>/
     data: Data
     requirements: tuple[Requirement, ...] = ()
     resources: Resources = Resources()
+    evaluation: Evaluation = Evaluation()
     knobs: Knobs | None = None
     task_dir: Path = field(default=Path("."), compare=False)
 
@@ -240,7 +253,21 @@ def load_task(task_dir: Path) -> TaskSpec:
         else:
             requirements.append(_build(reader, Requirement, req, f"requirements[{i}]", {"pip": str, "no_deps": bool}))
     resources = _build(reader, Resources, raw.get("resources", {}), "resources",
-                       {"gpus": int, "cpus": int, "memory_gb": float})
+                       {"gpus": int, "cpus": int, "memory_gb": float, "disk_gb": float})
+    evaluation = _build(reader, Evaluation, raw.get("evaluation", {}), "evaluation",
+                        {"max_output_mb": float, "memory_gb": float, "cpus": int, "timeout_s": float})
+    for key in ("disk_gb", "memory_gb"):
+        if getattr(resources, key) <= 0:
+            raise reader.fail(f"resources.{key}", "must be positive")
+    if min(evaluation.max_output_mb, evaluation.memory_gb, evaluation.timeout_s, evaluation.cpus) <= 0:
+        raise reader.fail("evaluation", "needs positive max_output_mb, memory_gb, cpus and timeout_s")
+    outputs = raw["outputs"]
+    if not isinstance(outputs, list) or not outputs or not all(isinstance(o, str) for o in outputs):
+        raise reader.fail("outputs", "must be a non-empty list of file names relative to {output}")
+    for out in outputs:
+        parts = PurePosixPath(out).parts
+        if PurePosixPath(out).is_absolute() or not parts or ".." in parts or any(c in out for c in "*?[{"):
+            raise reader.fail("outputs", f"entry {out!r} must be a plain relative file path (no '..', no globs)")
 
     knobs = None
     if raw.get("knobs") is not None:
@@ -267,9 +294,9 @@ def load_task(task_dir: Path) -> TaskSpec:
         description=raw["description"], metric=metric, budget=budget, code=raw["code"],
         editable=tuple(editable),
         phases={p: reader.argv(phases[p], f"phases.{p}", p) for p in ("val", "test")},
-        evaluator=reader.argv(raw["evaluator"], "evaluator", "evaluator"),
+        evaluator=reader.argv(raw["evaluator"], "evaluator", "evaluator"), outputs=tuple(outputs),
         prepare=reader.argv(raw["prepare"], "prepare", "prepare"),
-        data=data, requirements=tuple(requirements), resources=resources, knobs=knobs,
+        data=data, requirements=tuple(requirements), resources=resources, evaluation=evaluation, knobs=knobs,
         task_dir=Path(task_dir).resolve(),
     )
     if knobs is not None and not spec.is_editable(knobs.file):

@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import importlib.metadata
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -28,6 +29,9 @@ from benchmark.errors import UserError
 from benchmark.task import TaskSpec, render
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# The group that may read labels: the evaluator's sandbox user has it, agent jobs never do. Only a
+# root harness can set it; otherwise the labels are the harness user's alone (0700).
+LABELS_GID = 65533
 CHECKSUM_FILE = ".checksums.json"
 MANIFEST_FORMAT = 1
 BASELINE = "baseline"
@@ -183,7 +187,25 @@ def open_prepared(spec: TaskSpec, root: Path | None = None) -> PreparedTask:
     problem = _problem(spec, task_root)
     if problem is not None:
         raise UserError(_message(spec, task_root, *problem))
-    return _prepared(spec, task_root)
+    prepared = _prepared(spec, task_root)
+    secure_labels(prepared.labels_dir)  # workspaces prepared by an older harness, or copied in
+    return prepared
+
+
+def secure_labels(labels_dir: Path) -> None:
+    """Labels: owner-only, plus read access for LABELS_GID when the harness is root (so the evaluator,
+    running as an unprivileged user with that group, can read them and a job user cannot)."""
+    group = LABELS_GID if os.geteuid() == 0 else None
+    try:
+        for dirpath, _, filenames in os.walk(labels_dir):
+            for path, mode in [(dirpath, 0o750), *((os.path.join(dirpath, f), 0o640) for f in filenames)]:
+                if os.path.islink(path):
+                    continue
+                if group is not None:
+                    os.chown(path, -1, group)
+                os.chmod(path, mode if group is not None else mode & 0o700)
+    except OSError as exc:  # e.g. a shared workspace owned by someone else: leave it as it is
+        logging.getLogger(__name__).warning("cannot set the permissions of %s: %s", labels_dir, exc)
 
 
 def _run_prepare_command(spec: TaskSpec, target: Path) -> None:
@@ -234,7 +256,7 @@ def prepare(spec: TaskSpec, root: Path | None = None, force: bool = False, log: 
             if not folder.is_dir() or not any(folder.iterdir()):
                 raise UserError(f"{spec.name}: the prepare command wrote nothing into data.{key} "
                                 f"({getattr(spec.data, key)}/); fix {spec.task_dir / 'task.yaml'} or the prepare script")
-        os.chmod(staging / spec.data.labels, 0o700)  # defense in depth: only the harness user reads labels
+        secure_labels(staging / spec.data.labels)  # defense in depth: job users cannot read them
         shutil.copytree(spec.code_dir, staging / BASELINE,
                         ignore=shutil.ignore_patterns(*_SKIP_DIRS, *(f"*{s}" for s in _SKIP_SUFFIXES)))
         files = _hash_tree(staging)

@@ -49,12 +49,14 @@ needs_cgroups = pytest.mark.skipif(not HAS_CGROUPS, reason="cgroups are not writ
 
 
 def _job_cgroups() -> set[str]:
-    """Job cgroup directories currently present (to prove they are removed afterwards)."""
+    """This process's job cgroup directories currently present (to prove they are removed afterwards)."""
+    from benchmark.executors.cgroups import owner_tag
+
     found = set()
     for controller in ("memory", "pids", "unified"):
         root = Path("/sys/fs/cgroup") / controller
         if root.is_dir():
-            found |= {str(p) for p in root.rglob("researchbench-*") if p.is_dir()}
+            found |= {str(p) for p in root.rglob(f"researchbench-{owner_tag()}-*") if p.is_dir()}
     return found
 
 
@@ -180,30 +182,46 @@ def test_job_runs_in_its_own_cgroup_with_limits(tmp_path: Path) -> None:
 
 @needs_cgroups
 def test_stale_cgroups_of_a_dead_harness_are_cleaned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only cgroups that provably belong to a dead harness of this host are swept: same boot, same pid
+    namespace, and the owner's pid is gone or reused by a later process. Others' are left alone."""
     from benchmark.executors import cgroups
 
-    dead = subprocess.Popen(["true"])
+    dead = subprocess.Popen(["sleep", "60"])
+    dead_tag = cgroups.owner_tag(dead.pid)  # taken while it lived: boot, pid namespace, pid, start time
+    dead.kill()
     dead.wait()
+    alive = subprocess.Popen(["sleep", "60"])
+    boot, pidns, pid, start = cgroups.owner_tag(alive.pid).split("-")
     probe = JobCgroup.create(memory_bytes=1 << 30, max_pids=64)
     assert probe is not None
     parents = [d.parent for d in probe.dirs]
     probe.remove()
     sleeper = subprocess.Popen(["sleep", "60"])
-    stale = [p / f"researchbench-{dead.pid}-deadbeef" for p in parents]
+    stale = [p / f"researchbench-{dead_tag}-deadbeef" for p in parents]
+    foreign = [p / name for p in parents for name in (
+        f"researchbench-{boot}-{pidns}-{pid}-{start}-a11ce000",  # a live harness
+        f"researchbench-{boot}-{int(pidns) + 1}-{dead.pid}-1-0be1e000",  # another pid namespace
+        f"researchbench-000000000000-{pidns}-{dead.pid}-1-0bee0000",  # another boot (or host)
+        f"researchbench-{dead.pid}-01dform0",  # a format that proves nothing
+    )]
     try:
         for d in stale:
             d.mkdir()
             (d / "cgroup.procs").write_text(str(sleeper.pid))
+        for d in foreign:
+            d.mkdir()
         monkeypatch.setattr(cgroups, "_swept", set())
         fresh = JobCgroup.create(memory_bytes=1 << 30, max_pids=64)
         assert fresh is not None
         fresh.remove()
         assert sleeper.wait(timeout=10) == -9
         assert not any(d.exists() for d in stale)
+        assert all(d.exists() for d in foreign)
     finally:
-        sleeper.kill()
-        sleeper.wait()
-        for d in stale:
+        for proc in (sleeper, alive):
+            proc.kill()
+            proc.wait()
+        for d in stale + foreign:
             if d.exists():
                 d.rmdir()
 
@@ -349,14 +367,24 @@ def test_layout_binds_an_allowlist_not_the_root(tmp_path: Path) -> None:
     pairs = list(zip(argv, argv[1:], argv[2:]))
     ro = {src for flag, src, dst in pairs if flag == "--ro-bind" and src == dst}
     rw = {src for flag, src, dst in pairs if flag == "--bind" and src == dst}
-    assert "/" not in ro and "/usr" in ro and "/etc" in ro
+    assert "/" not in ro and "/usr" in ro and "/etc/ld.so.cache" in ro
+    assert "/etc" not in ro and "/opt" not in ro, "whole /etc and /opt are never bound"
+    layout = sandbox_mod.sandbox_layout(job)
+    assert not layout.exposes("/etc/shadow") and layout.exposes("/etc/passwd")
     assert sys.prefix in ro or any(sys.prefix.startswith(r + "/") for r in ro)
     assert str(data) in ro and str(job.workdir) in rw and str(tmp_path) in rw
     for flag in ("--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"):
         assert flag in argv
+    assert ("--ro-bind", "/proc/sys", "/proc/sys") in pairs
     # /tmp is mounted before any bind, so paths under /tmp (like this test's) are bound on top.
-    tmpfs_at = argv.index("--tmpfs")
-    assert all(i > tmpfs_at for i, a in enumerate(argv) if a in ("--bind", "--ro-bind"))
+    tmpfs_at = next(i for i, (a, b) in enumerate(zip(argv, argv[1:])) if (a, b) == ("--tmpfs", "/tmp"))
+    assert all(i > tmpfs_at for i, a in enumerate(argv) if a in ("--bind", "--ro-bind") and argv[i + 1] != "/proc/sys")
+    # every parent of a bind that the sandbox has to create is world-searchable (not bwrap's 0700)
+    made = {b for a, b in zip(argv, argv[1:]) if a == "--dir"}
+    assert str(tmp_path) not in made and str(tmp_path.parent) in made
+    for i, a in enumerate(argv):
+        if a == "--dir":
+            assert argv[i - 2:i] == ["--perms", "0755"]
     # A writable parent comes before the deeper binds inside it.
     assert argv.index(str(tmp_path)) < argv.index(str(job.workdir))
     assert argv[argv.index("--chdir") + 1] == str(job.workdir)

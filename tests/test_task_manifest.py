@@ -33,6 +33,7 @@ VALID: dict[str, Any] = {
         "test": ["{python}", "driver.py", "--data", "{data}", "--test-inputs", "{test_inputs}", "--out", "{output}"],
     },
     "evaluator": ["{python}", "{task_dir}/evaluate.py", "{output}", "{labels}", "{metrics}", "{phase}"],
+    "outputs": ["predictions.csv"],
     "prepare": ["{python}", "{task_dir}/prepare.py", "{workspace}"],
     "data": {"public": "public", "test_inputs": "test_inputs", "labels": "labels"},
     "requirements": ["numpy>=1.25", {"pip": "causalml>=0.18", "no_deps": True}],
@@ -122,7 +123,8 @@ def test_top_level_not_a_mapping(tmp_path: Path) -> None:
     (lambda r: r["metric"].update(scale=2), "metric.scale"),
     (lambda r: r["budget"].update(gpu_hours=1), "budget.gpu_hours"),
     (lambda r: r["data"].update(extra="x"), "data.extra"),
-    (lambda r: r["resources"].update(disk_gb=1), "resources.disk_gb"),
+    (lambda r: r["resources"].update(disk_tb=1), "resources.disk_tb"),
+    (lambda r: r.update(evaluation={"timeout": 3}), "evaluation.timeout"),
     (lambda r: r["knobs"]["space"]["lr"].update(step=1), "knobs.space.lr.step"),
     (lambda r: r["requirements"].append({"pip": "x", "extras": "y"}), "requirements[2].extras"),
 ])
@@ -137,6 +139,7 @@ def test_unknown_key(tmp_path: Path, mutate: Callable[[dict], None], key: str) -
     (lambda r: r["phases"].pop("test"), "phases.test"),
     (lambda r: r["data"].pop("labels"), "data.labels"),
     (lambda r: r.pop("evaluator"), "evaluator"),
+    (lambda r: r.pop("outputs"), "outputs"),
 ])
 def test_missing_required_key(tmp_path: Path, mutate: Callable[[dict], None], key: str) -> None:
     assert "is required" in expect_error(tmp_path, broken(mutate), key=key)
@@ -157,6 +160,13 @@ def test_missing_required_key(tmp_path: Path, mutate: Callable[[dict], None], ke
     (lambda r: r["knobs"]["space"]["lr"].update(low="tiny"), "knobs.space.lr.low"),
     (lambda r: r["knobs"]["space"]["lr"].update(log="yes"), "knobs.space.lr.log"),
     (lambda r: r["knobs"]["space"]["kind"].update(choices="ab"), "knobs.space.kind.choices"),
+    (lambda r: r.update(outputs="predictions.csv"), "outputs"),
+    (lambda r: r.update(outputs=["../labels/test.csv"]), "outputs"),
+    (lambda r: r.update(outputs=["/etc/passwd"]), "outputs"),
+    (lambda r: r.update(outputs=["*.csv"]), "outputs"),
+    (lambda r: r["resources"].update(disk_gb=0), "resources.disk_gb"),
+    (lambda r: r.update(evaluation={"timeout_s": -1}), "evaluation"),
+    (lambda r: r.update(evaluation={"memory_gb": "lots"}), "evaluation.memory_gb"),
 ])
 def test_wrong_type(tmp_path: Path, mutate: Callable[[dict], None], key: str) -> None:
     expect_error(tmp_path, broken(mutate), key=key)

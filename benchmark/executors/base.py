@@ -34,6 +34,10 @@ class Job:
     gpus: int = 0  # GPU slots this job needs (each gets its own CUDA_VISIBLE_DEVICES)
     output_cap_bytes: int = 8 * 1024 * 1024  # per stream: head and tail kept, the middle dropped
     network: bool = False
+    disk_bytes: int | None = None  # most the job may store under workdir + writable; over it, it is killed
+    hidden: tuple[Path, ...] = ()  # must not be visible to the job: the executor refuses to run it if so
+    masked: tuple[Path, ...] = ()  # covered by an empty dir should a bound system dir contain them
+    groups: tuple[int, ...] = ()  # extra groups of the unprivileged job user (e.g. to read labels)
 
 
 @dataclass(frozen=True)
@@ -44,10 +48,11 @@ class JobResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     error: str = ""  # harness-side failure to run the job at all (empty when it ran)
+    violation: str = ""  # the job broke a limit (disk, tree depth) and was killed for it
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.error
+        return self.exit_code == 0 and not self.timed_out and not self.error and not self.violation
 
 
 class Executor(Protocol):
@@ -56,5 +61,9 @@ class Executor(Protocol):
     sandbox_mode: str  # "bwrap", "modal", or "none" (recorded loudly in summary.json)
 
     def submit(self, job: Job) -> Future[JobResult]: ...
+
+    def exposure(self, job: Job) -> str:
+        """Why the job's sandbox would show one of `job.hidden`, or "" when it shows none."""
+        ...
 
     def shutdown(self) -> None: ...

@@ -89,9 +89,9 @@ class JobCgroup:
     def create(cls, memory_bytes: int, max_pids: int) -> Optional["JobCgroup"]:
         """Make the cgroup and set its limits; None when this host does not let us.
 
-        The name carries the harness pid, so a later harness can clean up after a killed one.
+        The name says whose it is (see `owner_tag`), so a later harness can clean up after a killed one.
         """
-        name = f"{_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        name = f"{_PREFIX}{owner_tag()}-{uuid.uuid4().hex[:8]}"
         limits = {"memory": memory_bytes, "pids": max_pids}
         group = cls._create_v1(name, limits) or cls._create_v2(name, limits)
         if group is None:
@@ -219,14 +219,49 @@ class JobCgroup:
             _rmdir(d, wait_s=2.0)
 
 
-def _alive(pid: int) -> bool:
+def _boot_id() -> str:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")[:12]
+    except OSError:
+        return "noboot"
+
+
+def _start_time(pid: int | str) -> str | None:
+    """The process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat), or None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]
+
+
+def _pid_namespace() -> str:
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
+def owner_tag(pid: int | None = None) -> str:
+    """boot id, pid namespace, pid and start time of a harness process: together they name exactly
+    one process of this host, so "that owner is dead" can be proved rather than guessed."""
+    pid = os.getpid() if pid is None else pid
+    return f"{_boot_id()}-{_pid_namespace()}-{pid}-{_start_time(pid)}"
+
+
+def _owner_is_dead(name: str) -> bool:
+    """True only for a cgroup made by a harness of this boot, in our pid namespace, whose process is
+    gone (its pid is free or now belongs to a process that started later). Anything else, including
+    names of another format, another boot or another namespace, is not ours to judge."""
+    parts = name[len(_PREFIX):].split("-")
+    if len(parts) != 5:
         return False
-    except PermissionError:
-        return True
-    return True
+    boot, pidns, pid, start, _ = parts
+    if boot != _boot_id() or pidns != _pid_namespace() or not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
+        return False
+    return _start_time(pid) != start
 
 
 def _sweep_stale(parent: Path) -> None:
@@ -235,10 +270,9 @@ def _sweep_stale(parent: Path) -> None:
         return
     _swept.add(parent)
     for path in parent.glob(_PREFIX + "*"):
-        owner = path.name[len(_PREFIX) :].split("-", 1)[0]
-        if not owner.isdigit() or int(owner) == os.getpid() or _alive(int(owner)):
+        if not _owner_is_dead(path.name):
             continue
-        log.warning("removing job cgroup %s left behind by dead harness pid %s", path, owner)
+        log.warning("removing job cgroup %s left behind by a dead harness of this host", path)
         stale = JobCgroup(dirs=[path], v2=(path / "cgroup.controllers").exists())
         stale.kill_all(timeout_s=2.0)
         stale.remove()

