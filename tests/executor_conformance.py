@@ -119,6 +119,7 @@ class ExecutorConformance:
 
     python: str = sys.executable
     isolated: bool = True  # the backend sandboxes files and network
+    runs_on_harness_host: bool = True  # jobs share the harness's kernel and uids (False for remote backends)
 
     def make_executor(self) -> Executor:
         raise NotImplementedError
@@ -426,3 +427,59 @@ class ExecutorConformance:
         assert result.ok, err
         assert int(out) <= 5  # the job, its init, nothing of the host
 
+
+    # -- privilege, disk and layout (agent code is hostile) --------------------------------------
+
+    def test_no_privilege_over_the_host(self, executor: Executor, tmp_path: Path) -> None:
+        """No capabilities, kernel.core_pattern not writable (opened, never written), no /etc/shadow."""
+        self.require_isolation()
+        job = self.job(tmp_path, """
+            import json, os
+            caps = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
+            def attempt(fn):
+                try:
+                    fn()
+                    return "ALLOWED"
+                except OSError as exc:
+                    return type(exc).__name__
+            print(json.dumps({
+                "uid": os.getuid(), "caps": int(caps, 16),
+                "core_pattern": attempt(lambda: os.close(os.open("/proc/sys/kernel/core_pattern", os.O_WRONLY))),
+                "sysrq": attempt(lambda: os.close(os.open("/proc/sys/kernel/sysrq", os.O_WRONLY))),
+                "shadow": attempt(lambda: open("/etc/shadow").read()),
+            }))
+        """)
+        result, out, err = run(executor, job)
+        assert result.ok, err
+        seen = json.loads(out)
+        assert seen["caps"] == 0
+        assert seen["core_pattern"] != "ALLOWED" and seen["sysrq"] != "ALLOWED"
+        assert seen["shadow"] != "ALLOWED"
+        if self.runs_on_harness_host:
+            assert seen["uid"] != 0, "agent code runs as root on the host"
+
+    def test_disk_use_over_the_limit_kills_the_job(self, executor: Executor, tmp_path: Path) -> None:
+        job = self.job(tmp_path, """
+            import time
+            for i in range(200):
+                with open(f"fill{i}", "wb") as f:
+                    f.write(b"x" * (1 << 20))
+            time.sleep(30)
+        """, disk_bytes=20 << 20, timeout_s=60)
+        t0 = time.monotonic()
+        result, _, _ = run(executor, job)
+        assert result.violation and "disk" in result.violation and not result.ok
+        assert time.monotonic() - t0 < 20, "the job must be stopped when it goes over, not at its timeout"
+
+    def test_hidden_path_inside_a_visible_dir_refuses_the_job(self, executor: Executor, tmp_path: Path) -> None:
+        self.require_isolation()
+        base = self.job(tmp_path, "print('ran')")
+        secret = base.workdir / "labels"
+        secret.mkdir()
+        job = Job(argv=base.argv, workdir=base.workdir, stdout_path=base.stdout_path,
+                  stderr_path=base.stderr_path, timeout_s=10, hidden=(secret,))
+        assert executor.exposure(job)
+        result = executor.submit(job).result(timeout=60)
+        assert result.error and "would be visible" in result.error and not result.ok
+        assert not executor.exposure(Job(argv=base.argv, workdir=base.workdir, stdout_path=base.stdout_path,
+                                         stderr_path=base.stderr_path, timeout_s=10, hidden=(tmp_path / "x",)))

@@ -21,6 +21,7 @@ from benchmark.executors import Job, Limits, LocalExecutor, LocalExecutorConfig
 from benchmark.executors import sandbox as sandbox_mod
 from benchmark.executors.cgroups import JobCgroup
 from benchmark.executors.output import CappedWriter
+from benchmark.safefs import remove_tree
 from tests.executor_conformance import (
     BACKGROUND_WRITER,
     SLACK_S,
@@ -525,3 +526,74 @@ def test_relative_job_paths_are_a_clear_error(tmp_path, monkeypatch) -> None:
         result = executor.submit(Job(argv=(sys.executable, "-c", "pass"), workdir=Path("rel"),
                                      stdout_path=tmp_path / "o", stderr_path=tmp_path / "e", timeout_s=5)).result()
     assert result.error and "must be absolute" in result.error
+
+
+# -- issue 5: what hostile jobs leave behind, and what the layout never shows ------------------------
+
+
+@needs_bwrap
+def test_dev_shm_is_bounded_without_cgroups(tmp_path: Path) -> None:
+    job = make_job(tmp_path, """
+        try:
+            with open("/dev/shm/hog", "wb") as f:
+                for _ in range(64):
+                    f.write(b"x" * (8 << 20))
+            print("WROTE 512 MB")
+        except OSError as exc:
+            print(type(exc).__name__, exc.errno)
+    """, limits=Limits(memory_gb=0.25))
+    with LocalExecutor(LocalExecutorConfig(sandbox="bwrap"), use_cgroups=False) as ex:
+        result, out, err = run(ex, job)
+    assert result.ok, err
+    assert "WROTE" not in out and "28" in out  # ENOSPC at the tmpfs size
+
+
+def test_a_full_disk_keeps_the_exit_code_and_removes_the_cgroup(executor: LocalExecutor, tmp_path: Path) -> None:
+    before = _job_cgroups()
+    base = make_job(tmp_path, "import sys\nprint('x' * 100000)\nsys.exit(3)")
+    job = dataclasses.replace(base, stdout_path=Path("/dev/full"))
+    result = executor.submit(job).result(timeout=60)
+    assert result.exit_code == 3 and not result.error and result.stdout_truncated
+    assert _job_cgroups() <= before
+
+
+@needs_bwrap
+def test_a_task_folder_inside_a_bound_dir_is_masked(tmp_path: Path) -> None:
+    """A task installed as a package lives in site-packages, which jobs need: its folder is covered."""
+    import sysconfig
+
+    site = Path(sysconfig.get_paths()["purelib"])
+    if not os.access(site, os.W_OK):
+        pytest.skip("site-packages is not writable here")
+    task_dir = site / f"rb_masked_task_{os.getpid()}"
+    task_dir.mkdir()
+    try:
+        (task_dir / "evaluate.py").write_text("SECRET = 1\n")
+        job = make_job(tmp_path, f"import os\nprint(sorted(os.listdir({str(task_dir)!r})))",
+                       masked=(task_dir,), hidden=(task_dir,))
+        with LocalExecutor(LocalExecutorConfig(sandbox="bwrap")) as ex:
+            assert ex.exposure(job) == ""
+            result, out, err = run(ex, job)
+        assert result.ok, err
+        assert out.strip() == "[]"
+    finally:
+        remove_tree(task_dir)
+
+
+def test_layout_exposure_names_the_bound_dir(tmp_path: Path) -> None:
+    job = _fake_job(tmp_path, hidden=(Path("/usr/local/share/rb-workspace/labels"),))
+    problem = sandbox_mod.sandbox_layout(job).exposure(job.hidden)
+    assert "/usr/local/share/rb-workspace/labels" in problem and "inside /usr" in problem
+    assert sandbox_mod.sandbox_layout(job).exposure((tmp_path / "labels",)) == ""
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop happens only under a root harness")
+def test_root_harness_runs_jobs_as_the_configured_uid(tmp_path: Path) -> None:
+    job = make_job(tmp_path, "import os\nprint(os.getuid(), os.getgid(), os.getgroups())\nopen('w.txt', 'w')",
+                   groups=(65533,))
+    with LocalExecutor(LocalExecutorConfig(sandbox="bwrap", job_uid=4242, job_gid=4343)) as ex:
+        result, out, err = run(ex, job)
+    assert result.ok, err
+    assert out.split()[:2] == ["4242", "4343"] and "65533" in out
+    assert (job.workdir / "w.txt").stat().st_uid == 4242

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import os
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, journal_records, run_inprocess
+from conftest import REPO, journal_records, run_cli, run_inprocess
 
 HONEST = 'def predict(x, params):\n    return params["slope"] * x\n'
 
@@ -143,3 +145,230 @@ def test_hostile_code_is_contained_and_scores_are_unaffected(toy, listener, tmp_
     assert summary["status"] == "finished"
     assert summary["best"]["val"] == 0.0 and summary["best"]["test"] == 0.0
     assert summary["baseline"]["test"] == 20.0
+
+
+# -- issue 5: escalation, forged outputs, unbounded evaluator, wedged cleanup, disk fill -------------
+
+CHEAT = "\nif ESCAPED:\n    def predict(x, params):\n        return 3.0 * x  # the true slope: a perfect, forged score\n"
+TAMPER = """
+import atexit, os, sys
+_phase_is_test = any("test_x" in a for a in sys.argv)
+_out = os.path.join(sys.argv[sys.argv.index("--out") + 1], "predictions.json")
+def _tamper():
+{body}
+atexit.register(_tamper)
+"""
+
+
+def _tamper(body: str) -> str:
+    """Agent code that replaces the driver's predictions.json after the driver wrote it."""
+    return TAMPER.format(body="\n".join("    " + line for line in body.strip().splitlines()))
+
+
+def _host_attacks() -> list[tuple[str, str]]:
+    return [
+        ("open kernel.core_pattern for writing", """
+import os
+try:
+    os.close(os.open("/proc/sys/kernel/core_pattern", os.O_WRONLY))  # opened, never written
+    ESCAPED = True
+except OSError:
+    ESCAPED = False""" + CHEAT),
+        ("read /etc/shadow", """
+try:
+    ESCAPED = bool(open("/etc/shadow").read())
+except OSError:
+    ESCAPED = False""" + CHEAT),
+        ("run as root or with capabilities", """
+import os
+_caps = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
+ESCAPED = os.getuid() == 0 or int(_caps, 16) != 0""" + CHEAT),
+    ]
+
+
+def _output_attacks(labels: Path) -> list[tuple[str, str, str]]:
+    """(name, model.py body, what the bug reason must say)."""
+    link_to_labels = f"""
+os.remove(_out)
+os.symlink({str(labels)!r} + ("/test_y.json" if _phase_is_test else "/val_y.json"), _out)"""
+    deep = """
+_fd = os.open(os.path.dirname(_out), os.O_RDONLY)
+for _ in range(5000):
+    os.mkdir("d", dir_fd=_fd)
+    _child = os.open("d", os.O_RDONLY, dir_fd=_fd)
+    os.close(_fd)
+    _fd = _child"""
+    locked = """
+_d = os.path.join(os.path.dirname(_out), "locked", "inner")
+os.makedirs(_d)
+open(os.path.join(_d, "f"), "w").write("x")
+os.chmod(_d, 0)
+os.chmod(os.path.dirname(_d), 0)"""
+    fill = """
+for _i in range(40):
+    with open(os.path.join(os.path.dirname(_out), f"fill{_i}"), "wb") as _f:
+        _f.write(b"x" * (5 << 20))"""
+    return [
+        ("predictions are a symlink to the labels", _tamper(link_to_labels), "symbolic link"),
+        ("predictions are a hard link", _tamper("os.link(_out, _out + '.bak')"), "hard link"),
+        ("predictions are a FIFO", _tamper("os.remove(_out)\nos.mkfifo(_out)"), "FIFO"),
+        ("predictions link to a device that never ends", _tamper("os.remove(_out)\nos.symlink('/dev/zero', _out)"),
+         "symbolic link"),
+        ("predictions are a directory", _tamper("os.remove(_out)\nos.mkdir(_out)"), "directory"),
+        ("predictions are a sparse 4 GB file", _tamper("open(_out, 'r+b').truncate(4 << 30)"), ""),
+        ("a 5000-deep tree in the output dir", _tamper(deep), "deeper"),
+        ("an unreadable tree in the output dir", _tamper(locked), ""),
+        ("fill the disk", _tamper(fill), "disk"),
+    ]
+
+
+def test_escalation_and_forged_outputs_are_contained(toy, tmp_path: Path) -> None:
+    outside_before = {p: _digest(p) for p in (toy.labels_dir / "val_y.json", toy.labels_dir / "test_y.json",
+                                              toy.spec.task_dir / "evaluate.py")}
+    host = _host_attacks()
+    outputs = _output_attacks(toy.labels_dir)
+    honest = "Plan: slope 3.\n\n### FILE: params.json\n```json\n{\"slope\": 3.0}\n```\n"
+    replies = [_reply(name, body) for name, body in host] + [_reply(n, b) for n, b, _ in outputs] + [honest]
+    summary, _ = run_inprocess(
+        "agent=greedy", "task=toy", f"results_dir={tmp_path / 'results'}", f"budget.steps={len(replies)}",
+        "budget.step_timeout_s=20", "agent.max_debug_depth=0", llm__mock_responses=replies)
+    run_dir = Path(summary["run_dir"])
+    by_plan = {n["plan"].rstrip("."): n for n in
+               (r["node"] for r in journal_records(run_dir) if r["kind"] == "finished")}
+
+    for name, _ in host:  # contained: the attack ran, found nothing, and the honest slope-1 score stands
+        node = by_plan[name]
+        assert node["status"] == "ok" and node["primary"] == 5.0, (name, node["status"], node["bug_reason"])
+    for name, _, reason in outputs:
+        node = by_plan[name]
+        assert node["executed"] and node["primary"] != 0.0, (name, node["primary"])
+        if reason:
+            assert node["status"] == "buggy" and reason in node["bug_reason"], (name, node["bug_reason"])
+        assert str(toy.labels_dir) not in node["bug_reason"] and "val_y" not in node["bug_reason"]
+    # the run went on, the honest improvement wins on val and on the hidden test
+    assert summary["status"] == "finished"
+    assert summary["best"]["val"] == 0.0 and summary["best"]["test"] == 0.0
+    # nothing outside the nodes' own dirs changed; no scratch is left behind
+    assert {p: _digest(p) for p in outside_before} == outside_before
+    assert not (run_dir / "scratch").exists()
+    from benchmark.workspace import open_prepared
+
+    open_prepared(toy.spec)  # the workspace still verifies against its checksums
+
+
+def test_a_symlink_planted_only_in_the_test_phase_scores_nothing(toy, tmp_path: Path) -> None:
+    """Honest on val (so it becomes the best node), forging only when the hidden test runs."""
+    stealth = _tamper(f"""
+if _phase_is_test:
+    os.remove(_out)
+    os.symlink({str(toy.labels_dir / 'test_y.json')!r}, _out)""")
+    reply = "Plan: stealth.\n\n### FILE: params.json\n```json\n{\"slope\": 2.9}\n```\n" \
+            f"### FILE: model.py\n```python\n{HONEST}{stealth}\n```\n"
+    summary, _ = run_inprocess("agent=greedy", "task=toy", f"results_dir={tmp_path}", "budget.steps=1",
+                               llm__mock_responses=[reply])
+    assert summary["best"]["node"] != "0000" and summary["best"]["val"] > 0.0
+    assert summary["best"]["test"] is None, "the forged hidden-test score must not count"
+    assert "symbolic link" in summary["best"]["test_error"]
+
+
+PROBE_EVALUATOR = '''"""Scores like the toy evaluator, and reports what its own sandbox lets it see."""
+import json, os, sys
+
+predictions_path, labels_path, metrics_path = sys.argv[1:4]
+predictions, labels = json.load(open(predictions_path)), json.load(open(labels_path))
+def can(fn):
+    try:
+        fn()
+        return 1.0
+    except OSError:
+        return 0.0
+json.dump({"metrics": {
+    "mse": sum((p - y) ** 2 for p, y in zip(predictions, labels)) / len(labels),
+    "saw_api_key": float(any(k.endswith("_API_KEY") for k in os.environ)),
+    "uid": float(os.getuid()),
+    "reads_shadow": can(lambda: open("/etc/shadow").read()),
+    "sees_job_output": float(os.path.exists(os.path.join(os.path.dirname(predictions_path), "..", "output"))),
+}}, open(metrics_path, "w"))
+'''
+
+
+@pytest.fixture()
+def probe_task(tmp_path: Path):
+    """The toy task with an evaluator that reports its environment."""
+    import shutil
+
+    from benchmark.task import load_task
+    from benchmark.workspace import prepare
+
+    task_dir = tmp_path / "tasks" / "probe"
+    shutil.copytree(REPO / "tests" / "fixtures" / "tasks" / "toy", task_dir)
+    (task_dir / "task.yaml").write_text((task_dir / "task.yaml").read_text().replace("name: toy", "name: probe"))
+    (task_dir / "evaluate.py").write_text(PROBE_EVALUATOR)
+    return prepare(load_task(task_dir), root=tmp_path / "ws", log=lambda *a: None)
+
+
+def test_evaluator_runs_sandboxed_without_secrets(probe_task, tmp_path: Path, monkeypatch) -> None:
+    from benchmark.executors import LocalExecutor, LocalExecutorConfig
+    from benchmark.experiment import run_phase
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
+    with LocalExecutor(LocalExecutorConfig(sandbox="auto")) as ex:
+        outcome = run_phase(probe_task, {}, "val", ex, tmp_path / "results" / "scratch" / "0001", 20)
+        sandboxed = ex.sandbox_mode == "bwrap"
+    assert outcome.ok, outcome.bug_reason
+    assert outcome.primary == 5.0 and outcome.metrics["saw_api_key"] == 0.0
+    if sandboxed:
+        assert outcome.metrics["reads_shadow"] == 0.0 and outcome.metrics["sees_job_output"] == 0.0
+        if os.geteuid() == 0:
+            assert outcome.metrics["uid"] == 65534.0
+    assert not (tmp_path / "results" / "scratch" / "0001").exists()
+
+
+def test_leftover_scratch_from_a_killed_run_does_not_block_the_next(toy, tmp_path: Path) -> None:
+    """A run killed mid-step can leave a 5000-deep or chmod-000 tree; the re-run clears and goes on."""
+    from benchmark.executors import LocalExecutor, LocalExecutorConfig
+    from benchmark.experiment import run_phase
+
+    scratch = tmp_path / "scratch" / "0001"
+    fd = os.open(tmp_path, os.O_RDONLY)
+    for name in ("scratch", "0001", "output", *["d"] * 5000):
+        try:
+            os.mkdir(name, dir_fd=fd)
+        except FileExistsError:
+            pass
+        child = os.open(name, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    os.close(fd)
+    (scratch / "code" / "locked").mkdir(parents=True)
+    os.chmod(scratch / "code" / "locked", 0)
+    with LocalExecutor(LocalExecutorConfig()) as ex:
+        outcome = run_phase(toy, {}, "val", ex, scratch, 20)
+    assert outcome.ok and outcome.primary == 5.0, outcome.bug_reason
+
+
+def test_workspace_under_a_bound_system_dir_is_refused(tmp_path: Path) -> None:
+    """Labels under /usr (a plausible shared install) would be readable by agent code: refuse to start."""
+    from benchmark.plugins import get_registry
+    from benchmark.safefs import remove_tree
+    from benchmark.task import load_task
+    from benchmark.workspace import prepare
+    from test_executor_local import HAS_BWRAP
+
+    if not HAS_BWRAP:
+        pytest.skip("without a sandbox nothing is bound")
+    bound = [Path("/usr/local/share"), Path(sys.prefix)]
+    parent = next((p for p in bound if os.access(p, os.W_OK)), None)
+    if parent is None:
+        pytest.skip("no bound system dir is writable here")
+    workspace = parent / f"researchbench-test-ws-{os.getpid()}"
+    try:
+        prepare(load_task(get_registry().tasks["toy"]), root=workspace, log=lambda *a: None)
+        proc = run_cli("task=toy", f"results_dir={tmp_path / 'results'}",
+                       env={"RESEARCHBENCH_WORKSPACE": str(workspace)})
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and "refusing to run" in lines[0] and "would be visible" in lines[0], lines
+        assert not (tmp_path / "results").exists()
+    finally:
+        remove_tree(workspace)
