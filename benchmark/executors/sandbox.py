@@ -255,7 +255,8 @@ class SandboxLayout:
         for path, writable in self.job_binds:
             args += self._parents(path, made, mounted) + ["--bind" if writable else "--ro-bind", path, path]
             mounted.append(path)
-        args += ["--chdir", str(workdir), "--"]
+        # The dirs made above live on bwrap's root tmpfs: they must not be a place to write either.
+        args += ["--remount-ro", "/", "--chdir", str(workdir), "--"]
         if self.run_as is not None:
             args += self.run_as.launcher_argv()
         return args
