@@ -78,7 +78,6 @@ def config_hash(cfg: DictConfig) -> str:
         plain.pop(key, None)
     if plain.get("parallel") == 1:  # the default leaves the hash as it was before the setting existed,
         plain.pop("parallel")  # so runs started then still resume under the same command
-
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 

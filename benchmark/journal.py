@@ -4,9 +4,9 @@ Each node is written twice: a `pending` record before its operator runs (write-a
 the policy state after choosing it) and a `finished` record carrying the node and the run checkpoint
 (policy state, budget counters, LLM usage) in one line, so a node and the state that follows it can
 never be out of step. With several experiments in flight, finished records follow the order in which
-results arrived, and every pending record without a finished one is a node to re-run on resume. File contents,
-logs, prompts and responses live in the blob store under their sha256, so storage grows with what
-changed, not with the size of the workspace.
+results arrived, and every pending record without a finished one is a node to re-run on resume. File
+contents, logs, prompts and responses live in the blob store under their sha256, so storage grows
+with what changed, not with the size of the workspace.
 """
 
 from __future__ import annotations

@@ -269,3 +269,23 @@ def test_a_parallel_run_under_the_live_view(toy, tmp_path: Path) -> None:
     out = console.file.getvalue()
     assert lines == []  # everything went to the live view's console
     assert "[0001] write" in out and "summary: probe on toy" in out and summary["steps"]["experiments"] == 4
+
+
+def test_llm_budget_with_three_in_flight_stops_launching_cleanly(toy, tmp_path: Path) -> None:
+    from conftest import run_inprocess
+
+    from test_engine import SLOPE_3
+
+    # each mock call costs 1.35e-5 USD; a cap of 3e-5 allows two calls. Calls already past the cap check
+    # when it is reached still finish (up to parallel-1 more): the cap stops launching, it cannot recall
+    summary, _ = run_inprocess("agent=greedy", "task=toy", f"results_dir={tmp_path}", "budget.steps=10",
+                               "budget.usd=3e-5", "parallel=3", llm__mock_responses=[SLOPE_3])
+    records = journal_records(Path(summary["run_dir"]))
+    assert summary["status"] == "finished" and "LLM budget" in summary["stop_reason"]
+    assert 2 <= summary["llm"]["calls"] <= 4 and summary["steps"]["experiments"] == summary["llm"]["calls"]
+    first_abandoned = next(i for i, r in enumerate(records) if r["kind"] == "abandoned")
+    assert not any(r["kind"] == "pending" for r in records[first_abandoned:]), "launched after the budget ran out"
+    abandoned = {r["id"] for r in records if r["kind"] == "abandoned"}
+    done = {r["node"]["id"] for r in records if r["kind"] == "finished"}
+    launched = {r["id"] for r in records if r["kind"] == "pending"}
+    assert abandoned and launched == done | abandoned and not done & abandoned
