@@ -47,7 +47,8 @@ class RunConfig:
     results_dir: str = "results"
     run_id: Optional[str] = None  # default: seed<seed>-<hash of the config>, so the same command resumes
     budget: BudgetConfig = field(default_factory=BudgetConfig)
-    quiet: bool = False  # no per-step progress lines
+    quiet: bool = False  # no per-step progress lines and no live view: the banner and the summary only
+    parallel: int = 1  # experiments in flight at once (K); each job gets the task's resources.cpus
 
 
 def register_configs(registry: Registry) -> None:
@@ -75,6 +76,8 @@ def config_hash(cfg: DictConfig) -> str:
     plain = OmegaConf.to_container(cfg, resolve=True)
     for key in ("results_dir", "run_id", "quiet"):
         plain.pop(key, None)
+    if plain.get("parallel") == 1:  # the default leaves the hash as it was before the setting existed,
+        plain.pop("parallel")  # so runs started then still resume under the same command
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 

@@ -1,67 +1,52 @@
-"""The run loop: policy picks an action, an operator proposes files, the sandbox runs them, one node.
+"""One run, start to end: open or resume the run dir, baseline, search, final test, summary.
 
-Every node is journaled (write-ahead, then finished + checkpoint), so a killed run resumes where it
-stopped: finished nodes are never repeated, at most the one in-flight experiment is re-run, and the
-per-step RNG is derived from (seed, step) so the resumed run makes the same choices. After the
-search, the best-validation node (and the baseline) run once on the hidden test set.
+The parts live next door, one job each: benchmark/scheduler.py keeps up to `parallel` nodes in flight,
+benchmark/worker.py does one node's work off the main thread, benchmark/budget.py decides whether
+another experiment may start, benchmark/final_test.py scores on the hidden test set and
+benchmark/display.py shows progress. This module owns the run's state and the one place a finished
+node is recorded (store, counters, policy, journal checkpoint, summary), so a killed run resumes where
+it stopped: finished nodes are never repeated and at most the `parallel` in-flight nodes are re-run.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import random
 import signal
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
 from benchmark import summary as report
-from benchmark.agent_api import Action, Agent, OpContext, Proposal
+from benchmark.agent_api import Agent, OpContext, Policy
+from benchmark.budget import Counters
 from benchmark.config import config_hash, default_run_id, effective_budget
-from benchmark.edits import unified_diff
-from benchmark.errors import BudgetExhausted, UserError
-from benchmark.experiment import Outcome, check_isolation, run_phase
-from benchmark.journal import (AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, BlobStore, Journal, Node, NodeStore,
-                               now, write_json_atomic)
+from benchmark.display import Display, Stats, make_display
+from benchmark.errors import UserError
+from benchmark.executors.base import Executor
+from benchmark.experiment import check_isolation
+from benchmark.final_test import BASELINE_ID, final_test
+from benchmark.journal import BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
 from benchmark.llm import LLMClient, Usage, missing_credentials
 from benchmark.plugins import Registry
-from benchmark.safefs import discard_tree
+from benchmark.scheduler import Scheduler
 from benchmark.task import Budget, load_task
+from benchmark.worker import StepRunner
 from benchmark.workspace import PreparedTask, open_prepared
-
-BASELINE_ID = "0000"
-
-
-@dataclass
-class Counters:
-    """Budget counters and tallies, checkpointed with every node."""
-
-    experiments: int = 0
-    compute_s: float = 0.0
-    wall_s: float = 0.0
-    unexecuted_in_a_row: int = 0
-    statuses: dict[str, int] = field(default_factory=dict)
-
-    def count(self, node: Node) -> None:
-        self.statuses[node.status] = self.statuses.get(node.status, 0) + 1
-        if node.executed and node.step > 0:
-            self.experiments += 1
-        self.compute_s = round(self.compute_s + node.seconds, 3)
-        self.unexecuted_in_a_row = 0 if node.executed else self.unexecuted_in_a_row + 1
-
-
-def node_id(step: int) -> str:
-    return f"{step:04d}"
 
 
 class Run:
     """One agent on one task, from a composed config to summary.json."""
 
-    def __init__(self, cfg: DictConfig, registry: Registry, echo: Callable[[str], None] = print):
-        self.cfg, self.registry, self.echo = cfg, registry, echo
+    def __init__(self, cfg: DictConfig, registry: Registry, echo: Callable[[str], None] | None = None,
+                 display: Display | None = None):
+        self.cfg, self.registry = cfg, registry
+        if cfg.parallel < 1:
+            raise UserError(f"parallel={cfg.parallel}: give the number of experiments to keep in flight (1 or more)")
+        self.parallel: int = cfg.parallel
         self.spec = load_task(registry.tasks[cfg.task.name])
         self.prepared: PreparedTask = open_prepared(self.spec)
         self.budget: Budget = effective_budget(self.spec.budget, cfg.budget)
@@ -82,11 +67,13 @@ class Run:
         self.final: dict[str, Any] | None = None
         self.started = time.monotonic()
         self.wall_before = 0.0
+        self.display = display or make_display(echo, cfg.quiet)
+        self.display.attach(self.stats)
         self.provenance = report.provenance(self.spec, cfg)  # once: it shells out to git
 
     # ----------------------------------------------------------------------------------- setup
-    def _open(self) -> bool:
-        """Create or reopen the run dir; returns False when the run already finished."""
+    def _open(self) -> Loaded:
+        """Create or reopen the run dir and restore what the journal holds."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         loaded = self.journal.load()
         digest = config_hash(self.cfg)
@@ -104,13 +91,9 @@ class Run:
             self.usage = Usage.from_dict(loaded.checkpoint["usage"])
             self.wall_before = self.counters.wall_s
         self.final = loaded.final
-        self._policy_state = loaded.checkpoint["policy"] if loaded.checkpoint else None
-        if loaded.nodes or loaded.pending:
-            inflight = " (re-running the in-flight step)" if loaded.pending else ""
-            self.echo(f"resuming {self.run_dir} at step {len(self.store)}{inflight}")
-        return self.final is None
+        return loaded
 
-    def _build_agent(self) -> Agent:
+    def _build_agent(self, policy_state: dict[str, Any] | None) -> Agent:
         agent_cfg = OmegaConf.to_object(self.cfg.agent)
         if self.agent_spec.uses_llm:
             llm_cfg = OmegaConf.to_object(self.cfg.llm)
@@ -120,40 +103,74 @@ class Run:
                 llm_cfg.cache_dir = str(Path(self.cfg.results_dir) / "llm_cache")
             self.llm = LLMClient(llm_cfg, self.usage)
         agent = self.agent_spec.build(agent_cfg, self.spec)
-        if self._policy_state is not None:
-            agent.policy.load_state_dict(self._policy_state)
+        if policy_state is not None:
+            agent.policy.load_state_dict(policy_state)
         return agent
+
+    def _build_executor(self) -> Executor:
+        """The configured executor, with a slot for each of the `parallel` jobs and a GPU set for each."""
+        executor_cfg = OmegaConf.to_object(self.cfg.executor)
+        k, wanted = self.parallel, self.spec.resources.gpus
+        if hasattr(executor_cfg, "max_parallel"):
+            executor_cfg.max_parallel = max(int(executor_cfg.max_parallel), k)
+        if hasattr(executor_cfg, "gpus"):
+            if not wanted:  # GPU ids only matter to jobs that want GPUs; without them the slots are CPU slots
+                executor_cfg.gpus = []
+            elif len(executor_cfg.gpus) < k * wanted:
+                raise UserError(
+                    f"parallel={k} runs {k} job(s) of task '{self.spec.name}' at once, each wanting {wanted} GPU(s), "
+                    f"but executor.gpus lists {len(executor_cfg.gpus)}; give executor.gpus={list(range(k * wanted))} "
+                    f"(ids of free GPUs) or lower parallel")
+        executor = self.registry.executors[self.cfg.executor.name].build(executor_cfg)
+        if executor.capacity < k:
+            self.display.line(f"note: executor '{executor.name}' runs {executor.capacity} job(s) at once; "
+                              f"parallel={k} nodes will wait for its slots")
+        cpus = (os.cpu_count() or 1)
+        if k * self.spec.resources.cpus > cpus:
+            self.display.line(f"note: parallel={k} jobs x {self.spec.resources.cpus} CPU(s) each exceeds this "
+                              f"machine's {cpus} CPUs; experiments will slow each other down")
+        return executor
 
     # ------------------------------------------------------------------------------------ run
     def run(self) -> dict[str, Any]:
-        executor_cfg = OmegaConf.to_object(self.cfg.executor)
-        self.executor = self.registry.executors[self.cfg.executor.name].build(executor_cfg)
+        self.executor = self._build_executor()
         try:
             check_isolation(self.prepared, self.executor, self.run_dir)  # before anything is written
-            if not self._open():
+            loaded = self._open()
+            if self.final is not None:
                 summary = report.read(self.run_dir)
-                self.echo("run already finished; nothing to do")
-                self.echo(report.render(summary))
+                self.display.line("run already finished; nothing to do")
+                self.display.line(report.render(summary))
                 return summary
-            return self._run_to_end(self._build_agent())
+            agent = self._build_agent(loaded.policy)
+            self.steps = StepRunner(self.prepared, self.executor, self.blobs, self.budget,
+                                    self.run_dir / "scratch", self.display)
+            return self._run_to_end(agent, loaded)
         finally:
             self.executor.shutdown()
 
-    def _run_to_end(self, agent: Agent) -> dict[str, Any]:
+    def _run_to_end(self, agent: Agent, loaded: Loaded) -> dict[str, Any]:
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
-            self.echo(report.banner(self))
-            if BASELINE_ID not in self.store:
-                self._baseline()
-            self._search(agent)
-            self._final_test()
-            summary = self._write_summary("finished")
-            self.registry.notify("researchbench_on_run_end", summary=summary, run=self.identity())
-            self.echo(report.render(summary))
+            with self.display:
+                self.display.line(report.banner(self))
+                if loaded.nodes or loaded.pending:
+                    again = f" (re-running {report.plural(len(loaded.pending), 'in-flight step')})" \
+                        if loaded.pending else ""
+                    self.display.line(f"resuming {self.run_dir} at step {len(self.store)}{again}")
+                if BASELINE_ID not in self.store:
+                    self._baseline(agent)
+                scheduler = Scheduler(self, agent, self.parallel, next_step=max(loaded.next_step, 1))
+                self.stop_reason = scheduler.search([r for r in loaded.pending if r["id"] != BASELINE_ID])
+                self.final = final_test(self)
+                self.journal.append(self.final)
+                summary = self._write_summary("finished")
+                self.registry.notify("researchbench_on_run_end", summary=summary, run=self.identity())
+            self.display.line(report.render(summary))
             return summary
         except KeyboardInterrupt:
             self._write_summary("interrupted")
-            self.echo(f"interrupted; run the same command again to resume {self.run_dir}")
+            self.display.line(f"interrupted; run the same command again to resume {self.run_dir}")
             raise
         finally:
             signal.signal(signal.SIGTERM, previous)
@@ -162,136 +179,55 @@ class Run:
         return {"agent": self.agent_spec.name, "task": self.spec.name, "run_dir": str(self.run_dir),
                 "seed": self.cfg.seed}
 
-    def _baseline(self) -> None:
+    def stats(self) -> Stats:
+        """Headline numbers for the live view."""
+        best = self.store.best()
+        shown = f"{self.spec.metric.name}={best.primary:.4f} (node {best.id})" if best else "n/a"
+        return Stats(experiments=self.counters.experiments, budget=self.budget.steps, best=shown,
+                     tokens=self.usage.total_tokens, usd=self.usage.usd if self.llm is not None else None)
+
+    def context(self, step: int, others_in_flight: int) -> OpContext:
+        """What an operator or analyzer of node `step` gets; its RNG depends on (seed, step) alone."""
+        return OpContext(task=self.spec, store=self.store, llm=self.llm,
+                         rng=random.Random(f"{self.cfg.seed}:{step}:operator"),
+                         steps_left=self.budget.steps - self.counters.experiments - others_in_flight,
+                         budget=self.budget, public_dir=self.prepared.public_dir)
+
+    def _baseline(self, agent: Agent) -> None:
+        """The task's own code, run first and reviewed like any node (a budget stop resurfaces at the next call)."""
         files = {rel: data.decode() for rel, data in self.prepared.baseline_files().items()
                  if self.spec.is_editable(rel)}
         node = Node(id=BASELINE_ID, step=0, operator="baseline", created_at=now(), plan="the task's baseline")
         self.journal.append({"kind": "pending", "id": node.id, "step": 0, "operator": "baseline", "at": now()})
-        self._execute(node, files, {})
-        self._finish(node, policy=None)
+        self.steps.execute(node, files, {})
+        if agent.analyze is not None:
+            self.steps.analyze(agent, self.context(0, 0), node)
+        self.display.job_done(node.id)
+        self.finish(node, policy=None)
 
-    def _stop_reason(self) -> str:
-        b, c = self.budget, self.counters
-        if c.experiments >= b.steps:
-            return f"used the budget of {report.plural(b.steps, 'experiment')}"
-        if c.compute_s >= b.compute_hours * 3600:
-            return f"used the compute budget of {b.compute_hours:g} h"
-        if c.unexecuted_in_a_row >= self.cfg.budget.max_unexecuted_in_a_row:
-            return f"{c.unexecuted_in_a_row} steps in a row ran no experiment"
-        return ""
+    def finish(self, node: Node, policy: Policy | None) -> Exception | None:
+        """Record a finished node with the checkpoint that follows it; the one place nodes are recorded.
 
-    def _search(self, agent: Agent) -> None:
-        while not (reason := self._stop_reason()):
-            step = len(self.store)
-            rng = random.Random(f"{self.cfg.seed}:{step}")
-            action = agent.policy.next_action(self.store, rng)
-            if action is None:
-                reason = "the agent had nothing left to try"
-                break
-            node = Node(id=node_id(step), step=step, operator=action.operator, parents=list(action.parents),
-                        tag=action.tag, hints=dict(action.hints), created_at=now())
-            self.journal.append({"kind": "pending", "id": node.id, "step": step, "operator": action.operator,
-                                 "parents": node.parents, "at": now()})
-            self.store.claim(node)
-            ctx = OpContext(task=self.spec, store=self.store, llm=self.llm, rng=rng,
-                            steps_left=self.budget.steps - self.counters.experiments, budget=self.budget,
-                            public_dir=self.prepared.public_dir)
-            try:
-                proposal = self._propose(agent, ctx, action)
-            except BudgetExhausted as exc:
-                self.journal.append({"kind": "abandoned", "id": node.id, "reason": str(exc), "at": now()})
-                reason = f"LLM budget reached ({exc})"
-                break
-            node.plan = proposal.plan[:4000]
-            node.llm_calls = [self._store_call(call) for call in proposal.llm_calls]
-            parent_files = self.store.files(self.store.get(node.parents[0])) if node.parents else {}
-            self._settle(node, proposal, parent_files)
-            self._finish(node, policy=agent.policy)
-        self.stop_reason = reason
-
-    def _propose(self, agent: Agent, ctx: OpContext, action: Action) -> Proposal:
-        operator = agent.operators.get(action.operator)
-        if operator is None:
-            return Proposal(files={}, edit_ok=False, feedback=f"agent has no operator '{action.operator}'")
-        parents = [self.store.get(p) for p in action.parents]
-        try:
-            return operator(ctx, parents, action)
-        except BudgetExhausted:
-            raise
-        except Exception as exc:  # a broken agent plugin fails its step, not the run
-            return Proposal(files={}, edit_ok=False, feedback=f"operator crashed: {type(exc).__name__}: {exc}")
-
-    def _settle(self, node: Node, proposal: Proposal, parent_files: dict[str, str]) -> None:
-        failed_call = next((c for c in reversed(proposal.llm_calls) if c.error), None)
-        node.feedback = proposal.feedback[:4000]
-        if not proposal.edit_ok:
-            node.status = AGENT_FAILED if failed_call or proposal.feedback.startswith("operator crashed") else EDIT_FAILED
-            if failed_call and not node.feedback:
-                node.feedback = f"LLM call failed: {failed_call.error}"
-        elif not proposal.changed:
-            node.status = NO_OP
-        else:
-            self._execute(node, proposal.files, parent_files)
-
-    def _execute(self, node: Node, files: dict[str, str], parent_files: dict[str, str]) -> None:
-        node.files = {rel: self.blobs.put(text) for rel, text in sorted(files.items())}
-        if parent_files:
-            node.diff = self.blobs.put(unified_diff(parent_files, files))
-        scratch = self.run_dir / "scratch" / node.id
-        outcome = run_phase(self.prepared, files, "val", self.executor, scratch, self.budget.step_timeout_s)
-        self._record(node, outcome)
-
-    def _record(self, node: Node, outcome: Outcome) -> None:
-        node.executed = True
-        node.exit_code, node.timed_out, node.seconds = outcome.exit_code, outcome.timed_out, outcome.seconds
-        node.stdout, node.stderr = self.blobs.put(outcome.stdout), self.blobs.put(outcome.stderr)
-        node.metrics, node.primary, node.bug_reason = outcome.metrics, outcome.primary, outcome.bug_reason
-        node.status = OK if outcome.ok else BUGGY
-
-    def _store_call(self, call: Any) -> dict[str, Any]:
-        record = call.to_dict()
-        record["messages"] = self.blobs.put(json.dumps(record.get("messages", []), sort_keys=True, ensure_ascii=False))
-        record["response"] = self.blobs.put(record.get("response") or "")
-        return record
-
-    def _finish(self, node: Node, policy: Any) -> None:
+        Returns what policy.observe raised, if it did: the node is recorded all the same.
+        """
         node.finished_at = now()
         self.store.add(node)
         self.counters.count(node)
         self.counters.wall_s = round(self.wall_before + time.monotonic() - self.started, 3)
+        crash = None
         if policy is not None:
-            policy.observe(node, self.store)
+            try:
+                policy.observe(node, self.store)
+            except Exception as exc:  # the scheduler stops the search and reports it
+                crash = exc
         checkpoint = {"policy": policy.state_dict() if policy is not None else None,
                       "counters": asdict(self.counters), "usage": self.usage.to_dict()}
         record = node.to_dict()
         self.journal.append({"kind": "finished", "node": record, "checkpoint": checkpoint})
         self.registry.notify("researchbench_on_node", node=record, run=self.identity())
         self._write_summary("running")
-        if not self.cfg.quiet:
-            self.echo(report.progress(self, node))
-
-    # ----------------------------------------------------------------------------- final test
-    def _final_test(self) -> None:
-        best = self.store.best()
-        baseline = self.store.get(BASELINE_ID)
-        results: dict[str, Any] = {}
-        for label, node in (("baseline", baseline), ("best", best)):
-            if node is None or node.status != OK:
-                results[label] = {"node": node.id if node else None, "primary": None,
-                                  "error": "no valid node to test"}
-                continue
-            if label == "best" and node.id == baseline.id:
-                results["best"] = dict(results["baseline"])
-                continue
-            scratch = self.run_dir / "scratch" / f"test-{node.id}"
-            outcome = run_phase(self.prepared, self.store.files(node), "test", self.executor, scratch,
-                                self.budget.final_test_timeout_s())
-            results[label] = {"node": node.id, "primary": outcome.primary, "metrics": outcome.metrics,
-                              "error": outcome.bug_reason, "seconds": outcome.seconds,
-                              "stdout": self.blobs.put(outcome.stdout), "stderr": self.blobs.put(outcome.stderr)}
-        self.final = {"kind": "final", "stop_reason": self.stop_reason, "at": now(), **results}
-        self.journal.append(self.final)
-        discard_tree(self.run_dir / "scratch")
+        self.display.node_line(report.progress(self, node))
+        return crash
 
     def _write_summary(self, status: str) -> dict[str, Any]:
         summary = report.build(self, status)
@@ -303,6 +239,11 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def run_benchmark(cfg: DictConfig, registry: Registry, echo: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run (or resume, or reprint) the run the config describes; returns its summary."""
-    return Run(cfg, registry, echo).run()
+def run_benchmark(cfg: DictConfig, registry: Registry, echo: Callable[[str], None] | None = None,
+                  display: Display | None = None) -> dict[str, Any]:
+    """Run (or resume, or reprint) the run the config describes; returns its summary.
+
+    Output goes to `display` when given, else to `echo` as plain lines, else to stdout (a live view
+    on a terminal).
+    """
+    return Run(cfg, registry, echo, display).run()

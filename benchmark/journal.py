@@ -1,10 +1,12 @@
 """The run's memory: an append-only, fsync'd JSONL journal of nodes plus a content-addressed blob store.
 
-Each node is written twice: a `pending` record before its operator runs (write-ahead) and a
-`finished` record carrying the node and the run checkpoint (policy state, budget counters, LLM usage)
-in one line, so a node and the state that follows it can never be out of step. File contents,
-logs, prompts and responses live in the blob store under their sha256, so storage grows with what
-changed, not with the size of the workspace.
+Each node is written twice: a `pending` record before its operator runs (write-ahead: the action and
+the policy state after choosing it) and a `finished` record carrying the node and the run checkpoint
+(policy state, budget counters, LLM usage) in one line, so a node and the state that follows it can
+never be out of step. With several experiments in flight, finished records follow the order in which
+results arrived, and every pending record without a finished one is a node to re-run on resume. File
+contents, logs, prompts and responses live in the blob store under their sha256, so storage grows
+with what changed, not with the size of the workspace.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -51,6 +54,7 @@ class Node:
     primary: float | None = None
     bug_reason: str = ""
     analysis: str = ""  # the agent's reading of the result (AIDE's review), when it has an analyzer
+    analysis_error: str = ""  # why the analyzer gave no reading (crash, failed LLM call, budget)
     llm_calls: list[dict[str, Any]] = field(default_factory=list)  # prompts/responses as blob digests
     created_at: float = 0.0
     finished_at: float = 0.0
@@ -84,7 +88,8 @@ class BlobStore:
         path = self._path(digest)
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            # unique per process and thread: two workers may store the same content at once
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             with open(tmp, "wb") as fh:
                 fh.write(data)
                 fh.flush()
@@ -100,7 +105,11 @@ class BlobStore:
 
 
 class NodeStore:
-    """Finished nodes in step order, with the lookups policies need kept cheap (best is O(1))."""
+    """Finished nodes in the order they finished, with the lookups policies need kept cheap (best is O(1)).
+
+    Only the engine's main thread changes it; operators in worker threads read it meanwhile, so
+    iteration goes over a snapshot.
+    """
 
     def __init__(self, blobs: BlobStore, metric: Metric):
         self.blobs = blobs
@@ -115,6 +124,10 @@ class NodeStore:
         """Mark a node as in flight, so policies asked meanwhile see what is already being tried."""
         node.status = PENDING
         self._pending[node.id] = node
+
+    def unclaim(self, node: Node) -> None:
+        """Drop a claimed node that will never finish (abandoned before it ran)."""
+        self._pending.pop(node.id, None)
 
     def pending(self) -> list[Node]:
         """Claimed nodes not yet finished, oldest first."""
@@ -137,7 +150,7 @@ class NodeStore:
         return node_id in self._nodes
 
     def __iter__(self) -> Iterator[Node]:
-        return iter(self._nodes.values())
+        return iter(list(self._nodes.values()))
 
     def get(self, node_id: str) -> Node:
         return self._nodes[node_id]
@@ -168,11 +181,15 @@ class NodeStore:
 class Loaded:
     """What a journal holds when a run (re)starts."""
 
-    header: dict[str, Any] | None
-    nodes: list[Node]
-    checkpoint: dict[str, Any] | None  # from the last finished record
-    pending: dict[str, Any] | None  # a write-ahead record with no finished record: the in-flight node
-    final: dict[str, Any] | None  # the final-test record, when the run completed
+    header: dict[str, Any] | None = None
+    nodes: list[Node] = field(default_factory=list)
+    checkpoint: dict[str, Any] | None = None  # from the last finished record
+    # write-ahead records with neither a finished nor an abandoned record: the nodes in flight when the
+    # run stopped, in launch order (at most `parallel` of them)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    policy: dict[str, Any] | None = None  # the latest policy state, from a pending or a finished record
+    next_step: int = 0  # one past the highest step ever launched, so no node id is handed out twice
+    final: dict[str, Any] | None = None  # the final-test record, when the run completed
 
 
 class Journal:
@@ -182,7 +199,7 @@ class Journal:
         self.path = Path(path)
 
     def load(self) -> Loaded:
-        loaded = Loaded(None, [], None, None, None)
+        loaded = Loaded()
         if not self.path.exists():
             return loaded
         data = self.path.read_bytes()
@@ -191,21 +208,29 @@ class Journal:
             with open(self.path, "r+b") as fh:
                 fh.truncate(good)
                 os.fsync(fh.fileno())
+        in_flight: dict[str, dict[str, Any]] = {}
         for line in data[:good].splitlines():
             record = json.loads(line)
             kind = record["kind"]
             if kind == "header":
                 loaded.header = record
             elif kind == "pending":
-                loaded.pending = record
+                in_flight[record["id"]] = record
+                loaded.next_step = max(loaded.next_step, record["step"] + 1)
+                if "policy" in record:
+                    loaded.policy = record["policy"]
             elif kind == "finished":
-                loaded.nodes.append(Node.from_dict(record["node"]))
+                node = Node.from_dict(record["node"])
+                loaded.nodes.append(node)
                 loaded.checkpoint = record["checkpoint"]
-                loaded.pending = None
+                loaded.policy = record["checkpoint"]["policy"]
+                loaded.next_step = max(loaded.next_step, node.step + 1)
+                in_flight.pop(node.id, None)
             elif kind == "abandoned":  # stopped by a budget before it ran: nothing to re-run
-                loaded.pending = None
+                in_flight.pop(record["id"], None)
             elif kind == "final":
                 loaded.final = record
+        loaded.pending = sorted(in_flight.values(), key=lambda r: r["step"])
         return loaded
 
     def append(self, record: dict[str, Any]) -> None:

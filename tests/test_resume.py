@@ -1,4 +1,8 @@
-"""SIGKILL a real run at several points, run the same command again, compare with an uninterrupted run."""
+"""SIGKILL a real run at several points, run the same command again, compare with an uninterrupted run.
+
+Sequentially (parallel=1) and with four experiments in flight (parallel=4), where the kill leaves
+several nodes pending and the resumed run must re-run exactly those.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,10 @@ import pytest
 from conftest import REPO, journal_records, run_cli
 
 ARGS = ["agent=optuna", "task=toy", "budget.steps=6", "quiet=true"]
+# random sampling only (no TPE), so each step's choice depends on (seed, step) alone, not on the
+# order in which parallel results arrived; the sleepy task keeps several experiments in flight
+ARGS_K4 = ["agent=optuna", "task=sleepy", "budget.steps=10", "parallel=4", "agent.n_startup_trials=1000",
+           "quiet=true"]
 
 
 def _nodes(run_dir: Path) -> list[tuple]:
@@ -25,7 +33,7 @@ def _nodes(run_dir: Path) -> list[tuple]:
 
 
 def _run_dir(results: Path) -> Path:
-    (run_dir,) = (results / "optuna" / "toy").iterdir()
+    (run_dir,) = results.glob("optuna/*/seed*")
     return run_dir
 
 
@@ -38,13 +46,13 @@ def reference(toy, tmp_path_factory) -> tuple[list[tuple], dict]:
     return _nodes(run_dir), json.loads((run_dir / "summary.json").read_text())
 
 
-def _kill_when(results: Path, condition, timeout: float = 120) -> None:
-    proc = subprocess.Popen([sys.executable, str(REPO / "run_agent_benchmark.py"), *ARGS, f"results_dir={results}"],
+def _kill_when(results: Path, condition, args: list[str] = ARGS, timeout: float = 120) -> None:
+    proc = subprocess.Popen([sys.executable, str(REPO / "run_agent_benchmark.py"), *args, f"results_dir={results}"],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            journal = next(results.glob("optuna/toy/*/journal.jsonl"), None)
+            journal = next(results.glob("optuna/*/*/journal.jsonl"), None)
             text = journal.read_text() if journal else ""
             records = [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines()]
             if condition(records):
@@ -99,3 +107,53 @@ def test_finished_run_is_a_noop_that_reprints_the_summary(reference, tmp_path: P
     assert proc.returncode == 0
     assert "already finished" in proc.stdout and "summary: optuna on toy" in proc.stdout
     assert journal.read_bytes() == before
+
+
+def _in_flight(records: list[dict]) -> int:
+    done = {r["node"]["id"] for r in records if r["kind"] == "finished"}
+    return len({r["id"] for r in records if r["kind"] == "pending"} - done)
+
+
+@pytest.fixture(scope="module")
+def reference_k4(tmp_path_factory) -> tuple[set[tuple], dict]:
+    from conftest import _prepared
+
+    _prepared("sleepy")
+    results = tmp_path_factory.mktemp("reference_k4")
+    proc = run_cli(*ARGS_K4, f"results_dir={results}")
+    assert proc.returncode == 0, proc.stderr
+    run_dir = _run_dir(results)
+    return _node_set(run_dir), json.loads((run_dir / "summary.json").read_text())
+
+
+def _node_set(run_dir: Path) -> set[tuple]:
+    return {(n["id"], n["operator"], tuple(n["parents"]), tuple(sorted(n["files"].items())))
+            for n in (r["node"] for r in journal_records(run_dir) if r["kind"] == "finished")}
+
+
+@pytest.mark.parametrize("label, condition", [
+    ("early, several in flight", lambda rs: sum(r["kind"] == "finished" for r in rs) >= 2 and _in_flight(rs) >= 3),
+    ("late, several in flight", lambda rs: sum(r["kind"] == "finished" for r in rs) >= 6 and _in_flight(rs) >= 2),
+    ("in the final test", _finished(11)),
+])
+def test_sigkill_with_four_in_flight_then_resume(reference_k4, tmp_path: Path, label: str, condition) -> None:
+    nodes, summary = reference_k4
+    _kill_when(tmp_path, condition, ARGS_K4)
+    text = (_run_dir(tmp_path) / "journal.jsonl").read_text()
+    killed = [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines()]  # a torn last line is dropped
+    finished_before = {r["node"]["id"] for r in killed if r["kind"] == "finished"}
+    proc = run_cli(*ARGS_K4, f"results_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stderr
+    assert "resuming" in proc.stdout
+    run_dir = _run_dir(tmp_path)
+    assert _node_set(run_dir) == nodes
+    records = journal_records(run_dir)
+    ids = [r["node"]["id"] for r in records if r["kind"] == "finished"]
+    assert len(ids) == len(set(ids)), "a node finished twice"
+    rerun = [r["id"] for r in records[len(killed):] if r["kind"] == "pending"]
+    assert not set(rerun) & finished_before, "a finished node was run again"
+    pending = [r["id"] for r in records if r["kind"] == "pending"]
+    assert len(pending) - len(set(pending)) <= 4, "more than the four in-flight nodes were re-run"
+    assert sum(r["kind"] == "final" for r in records) == 1
+    resumed = json.loads((run_dir / "summary.json").read_text())
+    assert resumed["steps"] == summary["steps"]
