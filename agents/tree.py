@@ -42,6 +42,18 @@ def path_to_root(node: Node, store: NodeStore) -> list[Node]:
     return path[::-1]
 
 
+def retry_debug(node: Node, store: NodeStore, max_unrun: int = 2) -> Action | None:
+    """Another try at a debug whose edit never ran, so one bad reply does not end a debug chain; at
+    most ``max_unrun`` unrun fixes per buggy node, so a model that cannot edit does not loop."""
+    if node.executed or node.operator != "debug" or not node.parents:
+        return None
+    parent = node.parents[0]
+    unrun = [c for c in store.children(parent) if c.operator == "debug" and not c.executed]
+    if len(unrun) >= max_unrun:
+        return None
+    return Action("debug", (parent,), dict(node.hints), f"debug_of:{parent}")
+
+
 def action_to_json(action: Action) -> dict[str, Any]:
     return {"operator": action.operator, "parents": list(action.parents), "hints": dict(action.hints),
             "tag": action.tag}
