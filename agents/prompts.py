@@ -198,7 +198,7 @@ def attempts_section(ctx: OpContext, cfg: PromptConfig) -> Section:
         head += f"; {diff}." if diff else "."
         if not detail:
             return head
-        lines = [head, f"  plan: {summarize(node.plan, 600) or '(none)'}"]
+        lines = [head] + ([f"  plan: {summarize(node.plan, 600)}"] if node.plan else [])
         if node.executed:
             lines.append(f"  metrics: {metrics_line(node)}")
         if node.analysis:

@@ -18,8 +18,9 @@ TRACEBACK = "Traceback (most recent call last):"
 def tail_lines(text: str, limit: int) -> str:
     """The end of ``text`` in at most ~``limit`` chars, cut at a line boundary.
 
-    The last Python traceback is kept whole when it fits; when it does not, its header, its last
-    frames and the error lines are kept, and the frames in between are marked as cut.
+    The last Python traceback is kept whole when it fits; when it does not, its header, the error
+    lines, the innermost frame and as many frames of the agent's own code as fit are kept (library
+    frames after those), and every gap is marked as cut.
     """
     text = text.rstrip("\n")
     if len(text) <= limit:
@@ -57,20 +58,31 @@ def _cut_traceback(tb: str, limit: int, earlier: int) -> str:
         body_end += 1
     error = lines[body_end:]  # the exception line(s), kept whole
     frames = [lines[s:e] for s, e in zip(starts, starts[1:] + [body_end])]
-    kept: list[list[str]] = []
+    # keep the innermost frame and the frames in the agent's own code first: library internals are
+    # where an error surfaces, the agent's frames are where it is fixed
+    order = [len(frames) - 1] + [i for i in range(len(frames) - 2, -1, -1) if not _library(frames[i][0])]
+    order += [i for i in range(len(frames) - 2, -1, -1) if i not in order]
     size = sum(len(line) + 1 for line in error) + len(TRACEBACK)
-    for frame in reversed(frames):
-        frame_size = sum(len(line) + 1 for line in frame)
-        if kept and size + frame_size > limit:
-            break
-        kept.insert(0, frame)
+    chosen: set[int] = set()
+    for i in order:
+        frame_size = sum(len(line) + 1 for line in frames[i])
+        if chosen and size + frame_size > limit:
+            continue
+        chosen.add(i)
         size += frame_size
     out = [f"[... {earlier} lines of earlier output cut ...]"] if earlier else []
     out.append(lines[0])
-    if len(kept) < len(frames):
-        out.append(f"  [... {len(frames) - len(kept)} outer frames cut ...]")
-    out += [line for frame in kept for line in frame] + error
-    return "\n".join(out)
+    previous = -1
+    for i in sorted(chosen):
+        if i > previous + 1:
+            out.append(f"  [... {i - previous - 1} frames cut ...]")
+        out += frames[i]
+        previous = i
+    return "\n".join(out + error)
+
+
+def _library(frame_header: str) -> bool:
+    return any(part in frame_header for part in ("site-packages", "dist-packages", "/lib/python", "<frozen"))
 
 
 def summarize(text: str, limit: int) -> str:
