@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from agents import prompts
 from agents.prompts import PromptConfig
-from agents.text import Section, assemble, diff_stats, head_lines, summarize
+from agents.text import Section, is_library_frame, assemble, diff_stats, head_lines, summarize
 from benchmark.agent_api import Action, Analysis, Analyzer, OpContext, Operator, Proposal
 from benchmark.edits import apply_edits
 from benchmark.journal import Node
@@ -49,8 +49,11 @@ def build_messages(ctx: OpContext, role: str, parents: list[Node], cfg: PromptCo
 
 
 def _traceback_names_harness(ctx: OpContext, node: Node) -> bool:
-    stderr = ctx.store.blobs.text(node.stderr)
-    return any(f'{rel}", line' in stderr for rel in prompts._harness_files(ctx))
+    """The error was raised in a harness file (its innermost own-code frame is one), so the LLM needs
+    that file in full to fix the call it makes; an error inside the agent's code does not."""
+    frames = re.findall(r'File "([^"]+)", line \d+', ctx.store.blobs.text(node.stderr))
+    own = [f for f in frames if not is_library_frame(f'File "{f}"')]
+    return bool(own) and any(own[-1].endswith("/" + rel) or own[-1] == rel for rel in prompts._harness_files(ctx))
 
 
 def edit(ctx: OpContext, parents: list[Node], action: Action, role: str, cfg: PromptConfig,

@@ -60,7 +60,7 @@ def _cut_traceback(tb: str, limit: int, earlier: int) -> str:
     frames = [lines[s:e] for s, e in zip(starts, starts[1:] + [body_end])]
     # keep the innermost frame and the frames in the agent's own code first: library internals are
     # where an error surfaces, the agent's frames are where it is fixed
-    order = [len(frames) - 1] + [i for i in range(len(frames) - 2, -1, -1) if not _library(frames[i][0])]
+    order = [len(frames) - 1] + [i for i in range(len(frames) - 2, -1, -1) if not is_library_frame(frames[i][0])]
     order += [i for i in range(len(frames) - 2, -1, -1) if i not in order]
     size = sum(len(line) + 1 for line in error) + len(TRACEBACK)
     chosen: set[int] = set()
@@ -81,7 +81,7 @@ def _cut_traceback(tb: str, limit: int, earlier: int) -> str:
     return "\n".join(out + error)
 
 
-def _library(frame_header: str) -> bool:
+def is_library_frame(frame_header: str) -> bool:
     return any(part in frame_header for part in ("site-packages", "dist-packages", "/lib/python", "<frozen"))
 
 
