@@ -632,7 +632,10 @@ def _resolve_key(cfg: LLMConfig) -> Optional[str]:
 def missing_credentials(cfg: LLMConfig | Any) -> Optional[str]:
     """One user-facing line naming the env var to set, or None when the config can run as is."""
     cfg = _as_config(cfg)
-    if cfg.mock_responses or cfg.script:
+    if cfg.script:
+        return None if Path(cfg.script).expanduser().exists() else \
+            f"llm.script={cfg.script} does not exist; give a folder or file of replies (docs/agents.md)"
+    if cfg.mock_responses:
         return None
     hint = "(or run a non-LLM agent: agent=optuna)"
     if cfg.api_key_env:

@@ -348,6 +348,7 @@ def test_script_files_jsonl_and_yaml(tmp_path: Path) -> None:
     client = LLMClient(LLMConfig(script=str(yaml_file)))
     assert [client.complete(MSGS).response for _ in range(2)] == ["one", "two"]
     assert missing_credentials(LLMConfig(model="gpt-4o", script=str(yaml_file))) is None
+    assert "does not exist" in missing_credentials(LLMConfig(script=str(tmp_path / "nope")))
 
 
 @pytest.mark.parametrize("content, problem", [(None, "no such file"), ("{a: 1}", "expected a list"),
