@@ -53,7 +53,7 @@ def _traceback_names_harness(ctx: OpContext, node: Node) -> bool:
     that file in full to fix the call it makes; an error inside the agent's code does not."""
     frames = re.findall(r'File "([^"]+)", line \d+', ctx.store.blobs.text(node.stderr))
     own = [f for f in frames if not is_library_frame(f'File "{f}"')]
-    return bool(own) and any(own[-1].endswith("/" + rel) or own[-1] == rel for rel in prompts._harness_files(ctx))
+    return bool(own) and any(own[-1].endswith("/" + rel) or own[-1] == rel for rel in prompts.harness_files(ctx))
 
 
 def edit(ctx: OpContext, parents: list[Node], action: Action, role: str, cfg: PromptConfig,

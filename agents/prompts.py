@@ -155,7 +155,7 @@ def setup_section(ctx: OpContext) -> Section:
     return Section("Setup and limits", ["\n".join(lines)], 99)
 
 
-def _harness_files(ctx: OpContext) -> dict[str, str]:
+def harness_files(ctx: OpContext) -> dict[str, str]:
     code_dir = ctx.task.code_dir
     out = {}
     for path in sorted(code_dir.rglob("*")):
@@ -169,7 +169,7 @@ def _harness_files(ctx: OpContext) -> dict[str, str]:
 def harness_section(ctx: OpContext, full: bool) -> Section:
     """Read-only harness files: whole the first time (or when a traceback points into one), then as
     an outline of the contract, since every prompt repeating them was most of a prompt's growth."""
-    files = _harness_files(ctx)
+    files = harness_files(ctx)
     if not files:
         return Section("Harness files (read-only)", [""], 60)
     outline = "\n\n".join(
