@@ -7,35 +7,24 @@ the node store, so resume needs no policy state.
 
 from __future__ import annotations
 
-import functools
 import random
 from dataclasses import dataclass
 from typing import Callable
 
 from agents import operators
+from agents.prompts import PromptConfig
+from agents.tree import ROOT, debug_depth
 from benchmark.agent_api import Action, Agent, AgentSpec, StatelessPolicy
-from benchmark.journal import Node, NodeStore
+from benchmark.journal import NodeStore
 from benchmark.plugins import hookimpl
 from benchmark.task import TaskSpec
 
 
 @dataclass
-class GreedyConfig:
+class GreedyConfig(PromptConfig):
     name: str = "greedy"
     max_debug_depth: int = 3  # consecutive debug attempts on one failure chain
     debug_prob: float = 1.0  # chance to debug a fresh failure instead of improving the best node
-    edit_format: str = "auto"  # "search_replace" | "whole_file" | "auto" (either, SEARCH/REPLACE preferred)
-    memory_size: int = 8  # recent attempts shown in each prompt
-    output_tail_chars: int = 3000  # of the parent's stdout and stderr, per stream
-
-
-def debug_depth(node: Node, store: NodeStore) -> int:
-    """How many debug steps led to this node along its first-parent chain."""
-    depth = 0
-    while node.operator == "debug" and node.parents:
-        depth += 1
-        node = store.get(node.parents[0])
-    return depth
 
 
 class GreedyPolicy(StatelessPolicy):
@@ -47,14 +36,12 @@ class GreedyPolicy(StatelessPolicy):
         if newest.is_buggy and debug_depth(newest, store) < self.cfg.max_debug_depth \
                 and rng.random() < self.cfg.debug_prob:
             return Action("debug", (newest.id,), tag=f"debug_of:{newest.id}")
-        best = store.best() or store.get("0000")
+        best = store.best() or store.get(ROOT)
         return Action("debug" if best.is_buggy else "improve", (best.id,))
 
 
 def build(cfg: GreedyConfig, task: TaskSpec) -> Agent:
-    bind: Callable = lambda op: functools.partial(op, cfg=cfg)  # noqa: E731
-    return Agent(policy=GreedyPolicy(cfg), operators={"improve": bind(operators.improve),
-                                                      "debug": bind(operators.debug)})
+    return Agent(policy=GreedyPolicy(cfg), operators=operators.bind(cfg, ("improve", "debug")))
 
 
 @hookimpl

@@ -1,117 +1,118 @@
-"""LLM operators shared by the built-in agents: improve a node, or debug a failed one.
+"""LLM operators shared by the built-in agents: draft, improve, debug, crossover, and analyze.
 
-Each builds one prompt from the task, the parent's files and results and a bounded memory of recent
-attempts, asks the LLM once, and applies the reply as edits. Failed or empty edits come back as a
-Proposal with feedback; the engine records them without spending an experiment.
+Each edit operator builds one prompt (sections from agents.prompts, kept under the config's
+character budget), asks the LLM once with its own per-operator settings, and applies the reply as
+edits to its first parent's files. A failed, empty or cut-off reply comes back as a Proposal with
+feedback; the engine records it without spending an experiment, and the next prompt shows why.
+`analyze` is AIDE's review step: one call per executed node, a short reading stored on the node.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any
+from typing import Any, Callable
 
-from benchmark.agent_api import Action, OpContext, Proposal
-from benchmark.edits import apply_edits, format_instructions
+from agents import prompts
+from agents.prompts import PromptConfig
+from agents.text import Section, is_library_frame, assemble, diff_stats, head_lines, summarize
+from benchmark.agent_api import Action, Analysis, Analyzer, OpContext, Operator, Proposal
+from benchmark.edits import apply_edits
 from benchmark.journal import Node
 
-SYSTEM = (
-    "You are an experienced machine-learning researcher working on a research codebase. Each of your "
-    "proposals is run as one experiment in a sandbox without network access and scored on a validation "
-    "set you never see directly. Be concrete, change only what your idea needs, and keep the code runnable "
-    "within the time limit."
-)
+EDIT_ROLES = ("draft", "improve", "debug", "crossover")
 
 
-def _tail(text: str, limit: int) -> str:
-    return text if len(text) <= limit else "[... earlier output cut ...]\n" + text[-limit:]
+def build_messages(ctx: OpContext, role: str, parents: list[Node], cfg: PromptConfig,
+                   explored: bool = False) -> list[dict[str, str]]:
+    """The messages an edit operator sends: system role, then the sections in reading order."""
+    parent = parents[0]
+    first_prompt = not any(n.llm_calls for n in ctx.store)
+    points_into_harness = role == "debug" and _traceback_names_harness(ctx, parent)
+    sections: list[Section] = [prompts.task_section(ctx), prompts.setup_section(ctx),
+                               prompts.harness_section(ctx, full=first_prompt or points_into_harness),
+                               prompts.data_section(ctx, cfg, priority=55 if role in ("draft", "debug") else 40)]
+    if explored:
+        sections.append(prompts.explored_section(ctx))
+    sections.append(prompts.attempts_section(ctx, cfg))
+    if role == "debug":
+        sections.append(prompts.debug_history_section(ctx, parent))
+    if role == "crossover":
+        sections.append(prompts.solution_section(ctx, parents[0], cfg, "Solution A (your edits apply here)"))
+        sections.append(prompts.solution_section(ctx, parents[1], cfg, "Solution B"))
+    else:
+        label = "The task's baseline (edit this)" if role == "draft" else "Current solution (edit this)"
+        sections.append(prompts.solution_section(ctx, parent, cfg, label))
+    sections.append(prompts.job_section(ctx, role, cfg, parent))
+    return [{"role": "system", "content": prompts.SYSTEM},
+            {"role": "user", "content": assemble(sections, cfg.prompt_chars)}]
 
 
-def _result_line(ctx: OpContext, node: Node) -> str:
-    metric = ctx.task.metric
-    if node.status == "ok":
-        return f"{metric.name} = {node.primary:.5g} ({metric.direction} is better)"
-    if node.executed:
-        return f"failed: {node.bug_reason}"
-    return f"{node.status.replace('_', ' ')}: {node.feedback.splitlines()[0] if node.feedback else ''}"
+def _traceback_names_harness(ctx: OpContext, node: Node) -> bool:
+    """The error was raised in a harness file (its innermost own-code frame is one), so the LLM needs
+    that file in full to fix the call it makes; an error inside the agent's code does not."""
+    frames = re.findall(r'File "([^"]+)", line \d+', ctx.store.blobs.text(node.stderr))
+    own = [f for f in frames if not is_library_frame(f'File "{f}"')]
+    return bool(own) and any(own[-1].endswith("/" + rel) or own[-1] == rel for rel in prompts.harness_files(ctx))
 
 
-def _memory(ctx: OpContext, size: int) -> str:
-    """The last `size` attempts: what was tried and how it went (plans only, to keep prompts bounded)."""
-    lines = []
-    for node in ctx.store.last(size):
-        plan = " ".join(node.plan.split())[:300] or "(no plan)"
-        lines.append(f"- step {node.step} [{node.operator}]: {plan} -> {_result_line(ctx, node)}")
-    return "\n".join(lines) or "(none yet)"
-
-
-def _files_block(files: dict[str, str]) -> str:
-    return "\n\n".join(f"### FILE: {rel}\n```\n{text}\n```" for rel, text in sorted(files.items()))
-
-
-def _harness_files(ctx: OpContext) -> str:
-    """The read-only harness files, shown so the agent knows the contract its code must keep."""
-    code_dir = ctx.task.code_dir
-    shown = {}
-    for path in sorted(code_dir.rglob("*")):
-        rel = path.relative_to(code_dir).as_posix()
-        if path.is_file() and not ctx.task.is_editable(rel) and path.suffix in (".py", ".md", ".json", ".yaml", ".txt"):
-            shown[rel] = path.read_text(errors="replace")
-    return _files_block(shown) if shown else "(none)"
-
-
-def _ask(ctx: OpContext, action: Action, parent: Node, instructions: str, cfg: Any) -> Proposal:
-    files = ctx.store.files(parent)
-    stdout = ctx.store.blobs.text(parent.stdout)
-    stderr = ctx.store.blobs.text(parent.stderr)
-    prompt = f"""# Task
-{ctx.task.description_text()}
-
-# Read-only harness files (you cannot change these)
-{_harness_files(ctx)}
-
-# Current solution (step {parent.step}): {_result_line(ctx, parent)}
-{_files_block(files)}
-
-## Its output
-stdout:
-{_tail(stdout, cfg.output_tail_chars) or '(empty)'}
-stderr:
-{_tail(stderr, cfg.output_tail_chars) or '(empty)'}
-
-# Recent attempts
-{_memory(ctx, cfg.memory_size)}
-
-# Your job
-{instructions}
-Experiments left in the budget: {ctx.steps_left}. You may edit only: {', '.join(ctx.task.editable)}.
-
-Start with a short plan (a few sentences) under the heading "Plan:", then give your edits.
-{format_instructions(cfg.edit_format)}"""
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
-    call = ctx.llm.complete(messages)
+def edit(ctx: OpContext, parents: list[Node], action: Action, role: str, cfg: PromptConfig,
+         explored: bool = False) -> Proposal:
+    """Ask for an edit in ``role`` and apply the reply to the first parent's files."""
+    files = ctx.store.files(parents[0])
+    call = ctx.llm.complete(build_messages(ctx, role, parents, cfg, explored), operator=role)
     if call.error:
         return Proposal(files={}, edit_ok=False, feedback=f"LLM call failed: {call.error}", llm_calls=[call])
+    if call.truncated:
+        return Proposal(files={}, plan=plan_of(call.response), edit_ok=False, llm_calls=[call], feedback=(
+            f"Your reply was cut off at the token limit ({call.completion_tokens} tokens) before it ended, so "
+            "none of it was applied. Send smaller edits: SEARCH/REPLACE blocks with only the lines that change."))
     result = apply_edits(call.response, files, ctx.task.is_editable, cfg.edit_format)
-    new_files = {**files, **result.files}
-    return Proposal(files=new_files, plan=_plan(call.response), edit_ok=result.ok, changed=result.changed,
-                    feedback=result.feedback, llm_calls=[call])
+    return Proposal(files={**files, **result.files}, plan=plan_of(call.response), edit_ok=result.ok,
+                    changed=result.changed, feedback=result.feedback, llm_calls=[call])
 
 
-def _plan(response: str) -> str:
+def plan_of(response: str) -> str:
     """The prose before the first edit: the agent's stated idea, kept for memory and the journal."""
     match = re.search(r"plan\s*:\s*(.*?)(?:\n\s*\n|```|<<<<<<<|### FILE)", response, re.IGNORECASE | re.DOTALL)
     text = match.group(1) if match else response.split("```")[0].split("<<<<<<<")[0]
-    return " ".join(text.split())[:1000]
+    return summarize(text, 1500)
 
 
-def improve(ctx: OpContext, parents: list[Node], action: Action, cfg: Any) -> Proposal:
-    return _ask(ctx, action, parents[0], (
-        "Propose ONE concrete change that you expect to improve the validation metric, different from the "
-        "recent attempts above, and implement it."), cfg)
+def analyze(ctx: OpContext, node: Node, cfg: PromptConfig) -> Analysis:
+    """AIDE's review: a few sentences on what an executed node's result means, for later prompts."""
+    metric = ctx.task.metric
+    parent = ctx.store.get(node.parents[0]) if node.parents and node.parents[0] in ctx.store else None
+    best = ctx.store.best()
+    facts = [f"node {node.id} ({node.operator}): {prompts.result_line(ctx, node)}; metrics: {prompts.metrics_line(node)}",
+             f"{metric.name}: {metric.direction} is better; the experiment took {node.seconds:.1f} s of "
+             f"{(ctx.budget or ctx.task.budget).step_timeout_s:g} s allowed"]
+    if parent is not None:
+        facts.append(f"its parent, node {parent.id}: {prompts.result_line(ctx, parent)}")
+    if best is not None:
+        facts.append(f"best so far: node {best.id}, {metric.name} = {best.primary:.5g}")
+    diff = ctx.store.blobs.text(node.diff) if node.diff else ""
+    sections = [
+        Section("Task (summary)", [head_lines(ctx.task.description_text(), 3000), ""], 40),
+        Section("Plan of the experiment", [summarize(node.plan, 1500) or "(none)"], 90),
+        Section(f"Change ({diff_stats(diff)})", [head_lines(diff, 6000), head_lines(diff, 1500)], 60),
+        Section("Result", ["\n".join(f"- {f}" for f in facts)], 100),
+        Section("Output", [prompts.output_tail(ctx, node, cfg.output_tail_chars),
+                           prompts.output_tail(ctx, node, cfg.output_tail_chars // 3)], 80),
+        Section("Your job", [prompts.ANALYZE_JOB], 100),
+    ]
+    messages = [{"role": "system", "content": prompts.ANALYZE_SYSTEM},
+                {"role": "user", "content": assemble(sections, cfg.prompt_chars // 2)}]
+    call = ctx.llm.complete(messages, operator="analyze")
+    text = "" if call.error else summarize(call.response, 1200)
+    return Analysis(text=text, llm_calls=[call])
 
 
-def debug(ctx: OpContext, parents: list[Node], action: Action, cfg: Any) -> Proposal:
-    parent = parents[0]
-    return _ask(ctx, action, parent, (
-        f"The current solution failed ({parent.bug_reason}). Find the cause in its output and fix the bug. "
-        "Keep the idea of the solution; only correct what is broken."), cfg)
+def bind(cfg: Any, roles: tuple[str, ...] = EDIT_ROLES, explored: bool = False) -> dict[str, Operator]:
+    """The edit operators for ``roles`` with ``cfg`` bound, keyed by role (the Action.operator names)."""
+    return {role: functools.partial(edit, role=role, cfg=cfg, explored=explored) for role in roles}
+
+
+def analyzer(cfg: Any) -> Analyzer:
+    bound: Callable[[OpContext, Node], Analysis] = functools.partial(analyze, cfg=cfg)
+    return bound

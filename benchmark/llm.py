@@ -22,9 +22,9 @@ import os
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, ClassVar, Mapping, Optional
 
 from benchmark.errors import BudgetExhausted, UserError
 
@@ -40,6 +40,19 @@ _litellm_lock = threading.Lock()
 
 
 @dataclass
+class OperatorLLMConfig:
+    """Per-operator overrides of the run's LLM settings (None = the run's value), as AIRA configures
+    draft/improve/debug apart from analysis: e.g. ``+llm.operators.analyze.model=gpt-4o-mini``."""
+
+    model: Optional[str] = None
+    api_base: Optional[str] = None
+    api_key_env: Optional[str] = None
+    temperature: Optional[float] = None
+    max_tokens: Optional[int] = None
+    extra: Optional[dict] = None
+
+
+@dataclass
 class LLMConfig:
     """Hydra structured config of one LLM endpoint (registered as ``llm/base_llm``).
 
@@ -48,14 +61,18 @@ class LLMConfig:
     no key (vLLM, Ollama), and no provider key from the environment is sent to that endpoint.
     ``max_retries`` counts retries after the first attempt. ``mock_responses`` makes every call a
     litellm ``mock_response`` (offline, real litellm code path); the run's n-th call gets entry
-    ``n % len`` (n = ``Usage.calls``, so a resumed run continues the cycle).
+    ``n % len`` (n = ``Usage.calls``, so a resumed run continues the cycle). ``script`` names a file
+    or folder of scripted replies (see ``load_script``), served in order per operator, for testing an
+    agent offline. ``operators`` overrides settings per operator name (``draft``, ``analyze``, ...).
+    ``max_tokens`` is large by default so a reply can hold whole editable files; a reasoning model
+    spends part of it thinking.
     """
 
     model: str = "gpt-4o-mini"
     api_base: Optional[str] = None
     api_key_env: Optional[str] = None
     temperature: float = 0.0
-    max_tokens: int = 4096
+    max_tokens: int = 16384
     timeout_s: float = 120.0
     max_retries: int = 3
     retry_backoff_s: float = 1.0
@@ -64,7 +81,19 @@ class LLMConfig:
     cache: str = "off"
     cache_dir: Optional[str] = None
     mock_responses: Optional[list[str]] = None
+    script: Optional[str] = None
+    operators: dict[str, OperatorLLMConfig] = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
+
+    def for_operator(self, operator: str) -> LLMConfig:
+        """These settings with the operator's overrides applied."""
+        override = self.operators.get(operator) if operator else None
+        if override is None:
+            return self
+        if isinstance(override, Mapping):
+            override = OperatorLLMConfig(**override)
+        changes = {k: v for k, v in asdict(override).items() if v is not None}
+        return replace(self, **changes)
 
 
 @dataclass
@@ -73,12 +102,18 @@ class LLMCall:
 
     ``usd`` is None when the price is unknown (never a silent 0). For a cache hit, tokens and ``usd``
     are the figures recorded when the response was first produced, ``cached`` is True, ``attempts``
-    is 0 (no provider was asked) and ``latency_s`` is the time the lookup took.
+    is 0 (no provider was asked) and ``latency_s`` is the time the lookup took. ``completion_tokens``
+    includes ``reasoning_tokens`` (as providers bill them). ``finish_reason`` "length" means the reply
+    was cut by ``max_tokens``. ``prompt_chars`` is the size of the messages sent.
     """
 
     model: str
+    operator: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    finish_reason: str = ""
+    prompt_chars: int = 0
     usd: Optional[float] = None
     latency_s: float = 0.0
     attempts: int = 0
@@ -90,6 +125,11 @@ class LLMCall:
     @property
     def ok(self) -> bool:
         return not self.error
+
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut off by the token limit, so it ends mid-way."""
+        return self.finish_reason == "length"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,17 +146,23 @@ class Usage:
 
     Totals are nominal (cache hits included, see the module doc). ``usd`` is the known part of the
     cost; calls whose price is unknown are counted in ``unknown_cost_calls`` instead. Failed calls
-    count in ``calls`` and ``failed_calls`` but add no tokens or cost.
+    count in ``calls`` and ``failed_calls`` and add only the tokens they consumed (a reasoning model
+    that thought until the limit and answered nothing still costs). ``add`` takes a lock: operators
+    may call the LLM from several threads at once.
     """
+
+    _lock: ClassVar[threading.Lock] = threading.Lock()
 
     calls: int = 0
     failed_calls: int = 0
     cached_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
     usd: float = 0.0
     cached_usd: float = 0.0
     unknown_cost_calls: int = 0
+    operator_calls: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
@@ -128,19 +174,22 @@ class Usage:
         return self.usd - self.cached_usd
 
     def add(self, call: LLMCall) -> None:
-        self.calls += 1
-        if call.error:
-            self.failed_calls += 1
-            return
-        self.prompt_tokens += call.prompt_tokens
-        self.completion_tokens += call.completion_tokens
-        if call.usd is None:
-            self.unknown_cost_calls += 1
-        else:
-            self.usd += call.usd
-        if call.cached:
-            self.cached_calls += 1
-            self.cached_usd += call.usd or 0.0
+        with self._lock:
+            self.calls += 1
+            self.operator_calls[call.operator] = self.operator_calls.get(call.operator, 0) + 1
+            self.prompt_tokens += call.prompt_tokens
+            self.completion_tokens += call.completion_tokens
+            self.reasoning_tokens += call.reasoning_tokens
+            if call.usd is not None:
+                self.usd += call.usd
+            if call.error:
+                self.failed_calls += 1
+                return
+            if call.usd is None:
+                self.unknown_cost_calls += 1
+            if call.cached:
+                self.cached_calls += 1
+                self.cached_usd += call.usd or 0.0
 
     def mean_call_usd(self) -> float:
         priced = self.calls - self.failed_calls - self.unknown_cost_calls
@@ -151,7 +200,8 @@ class Usage:
         return self.total_tokens / answered if answered > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        with self._lock:
+            return asdict(self)
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None) -> Usage:
@@ -162,6 +212,15 @@ class Usage:
 
 class EmptyReply(Exception):
     """The provider answered 200 but with no usable text: retried like a transient failure."""
+
+
+class ThoughtToTheLimit(Exception):
+    """An empty reply because reasoning used the whole token budget: retrying the same request cannot
+    help (it would think just as long), so it is reported at once, with the tokens it cost."""
+
+    def __init__(self, message: str, response: Any) -> None:
+        super().__init__(message)
+        self.response = response
 
 
 def _as_config(cfg: Any) -> LLMConfig:
@@ -175,7 +234,10 @@ def _as_config(cfg: Any) -> LLMConfig:
             cfg = OmegaConf.to_container(cfg, resolve=True)
     except ImportError:  # pragma: no cover - omegaconf ships with hydra-core
         pass
-    return LLMConfig(**dict(cfg))
+    raw = dict(cfg)
+    raw["operators"] = {k: v if isinstance(v, OperatorLLMConfig) else OperatorLLMConfig(**v)
+                        for k, v in (raw.get("operators") or {}).items()}
+    return LLMConfig(**raw)
 
 
 def _import_litellm() -> Any:
@@ -196,6 +258,8 @@ def is_transient(exc: BaseException) -> bool:
     """Worth retrying: rate limits, 5xx, connection drops, timeouts, empty or malformed replies."""
     import openai
 
+    if isinstance(exc, ThoughtToTheLimit):
+        return False
     if isinstance(exc, EmptyReply):
         return True
     if "Missing credentials" in str(exc):  # litellm wraps a missing key as a 500; retrying cannot help
@@ -215,19 +279,30 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(status, int) and (status in (408, 409, 429) or status >= 500)
 
 
-def _reply_text(response: Any) -> str:
-    """The assistant's text, or EmptyReply when there is none (a malformed body raises earlier)."""
+def _reply_text(response: Any, max_tokens: int) -> tuple[str, str]:
+    """(text, finish_reason); EmptyReply when there is no text, ThoughtToTheLimit when reasoning ate
+    the whole budget (a malformed body raises earlier)."""
     choices = getattr(response, "choices", None) or []
     message = getattr(choices[0], "message", None) if choices else None
     text = getattr(message, "content", None) if message is not None else None
+    finish = str(getattr(choices[0], "finish_reason", "") or "") if choices else ""
     if not isinstance(text, str) or not text.strip():
+        if finish == "length":
+            reasoning = _usage_numbers(response)[2]
+            raise ThoughtToTheLimit(
+                f"empty reply: the model stopped at max_tokens={max_tokens} ({reasoning} reasoning tokens) "
+                "before writing an answer; raise llm.max_tokens (or llm.operators.<operator>.max_tokens)", response)
         raise EmptyReply("provider returned an empty reply")
-    return text
+    return text, finish
 
 
-def _usage_numbers(response: Any) -> tuple[int, int]:
+def _usage_numbers(response: Any) -> tuple[int, int, int]:
+    """(prompt, completion, reasoning) tokens; reasoning is part of completion, as providers bill it."""
     usage = getattr(response, "usage", None)
-    return int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)
+    details = getattr(usage, "completion_tokens_details", None)
+    reasoning = getattr(details, "reasoning_tokens", 0) if details is not None else 0
+    return (int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0),
+            int(reasoning or 0))
 
 
 def _known_cost(litellm: Any, model: str, response: Any) -> Optional[float]:
@@ -300,10 +375,10 @@ class ResponseCache:
 
 
 class LLMClient:
-    """``complete(messages) -> LLMCall``; shares ``usage`` with the engine, which checkpoints it.
+    """``complete(messages, operator) -> LLMCall``; shares ``usage`` with the engine, which checkpoints it.
 
-    Pass a restored ``Usage.from_dict(...)`` on resume so caps and the mock cycle continue where the
-    run left off.
+    Pass a restored ``Usage.from_dict(...)`` on resume so caps, the mock cycle and the script position
+    continue where the run left off. ``complete`` may be called from several threads at once.
     """
 
     def __init__(self, cfg: LLMConfig | Any, usage: Optional[Usage] = None) -> None:
@@ -315,26 +390,34 @@ class LLMClient:
             raise UserError(f"llm.cache={self.cfg.cache} needs llm.cache_dir (a folder for recorded replies)")
         if self.cfg.mock_responses is not None and not self.cfg.mock_responses:
             raise UserError("llm.mock_responses is an empty list; give at least one reply or null")
+        self._script = load_script(self.cfg.script) if self.cfg.script else None
         self._cache = ResponseCache(self.cfg.cache_dir) if self.cfg.cache != "off" else None
         self._lock = threading.Lock()
+        self._served: dict[str, int] = {}  # scripted/mock replies handed out, per queue
 
-    def complete(self, messages: list[dict]) -> LLMCall:
-        """One chat completion. Never raises on provider failure; raises BudgetExhausted at a cap."""
+    def complete(self, messages: list[dict], operator: str = "") -> LLMCall:
+        """One chat completion with ``operator``'s settings. Never raises on provider failure; raises
+        BudgetExhausted at a cap."""
         messages = [dict(m) for m in messages]
+        cfg = self.cfg.for_operator(operator)
         started = time.monotonic()
         self._check_budget()  # before the cache too: budgets are nominal, so replays stop where runs did
-        key = cache_key(self.cfg, messages) if self._cache else ""
+        key = cache_key(cfg, messages) if self._cache else ""
         if self._cache and self.cfg.cache in ("replay", "auto"):
             entry = self._cache.get(key)
             if entry is not None:
-                return self._record(self._from_cache(entry, messages, time.monotonic() - started))
+                return self._record(self._from_cache(cfg, entry, messages, time.monotonic() - started), operator)
             if self.cfg.cache == "replay":
                 miss = f"replay cache miss (key {key[:16]}) in {self.cfg.cache_dir}"
-                return self._record(LLMCall(model=self.cfg.model, error=miss, messages=messages))
-        call = self._call_provider(messages, started)
+                return self._record(LLMCall(model=cfg.model, error=miss, messages=messages), operator)
+        scripted = self._scripted_reply(operator)
+        if isinstance(scripted, LLMCall):  # the script ran out for this operator
+            scripted.messages = messages
+            return self._record(scripted, operator)
+        call = self._call_provider(cfg, messages, started, scripted)
         if self._cache and call.ok:
-            self._cache.put(key, self._cache_entry(call))
-        return self._record(call)
+            self._cache.put(key, self._cache_entry(cfg, call))
+        return self._record(call, operator)
 
     # -- budget -----------------------------------------------------------------------------------
 
@@ -356,15 +439,40 @@ class LLMClient:
                     f"(a typical call uses {u.mean_call_tokens():.0f})"
                 )
 
-    def _record(self, call: LLMCall) -> LLMCall:
-        with self._lock:
-            self.usage.add(call)
+    def _record(self, call: LLMCall, operator: str) -> LLMCall:
+        call.operator = operator
+        call.prompt_chars = sum(len(str(m.get("content") or "")) for m in call.messages)
+        self.usage.add(call)
         return call
+
+    # -- offline replies --------------------------------------------------------------------------
+
+    def _scripted_reply(self, operator: str) -> str | LLMCall | None:
+        """The next mock or scripted reply (None for a live call). Positions are claimed under a lock
+        and start from the checkpointed usage, so threads never share a reply and resume continues."""
+        if self._script is None and not self.cfg.mock_responses:
+            return None
+        with self._lock:
+            if self._script is None:
+                queue, replies = "*", self.cfg.mock_responses or []
+                start = self.usage.calls
+            else:
+                queue = operator if operator in self._script else "default"
+                replies = self._script.get(queue, [])
+                start = sum(n for op, n in self.usage.operator_calls.items()
+                            if (op if op in self._script else "default") == queue)
+            index = self._served.setdefault(queue, start)
+            self._served[queue] = index + 1
+        if self._script is None:
+            return replies[index % len(replies)]
+        if index < len(replies):
+            return replies[index]
+        return LLMCall(model=self.cfg.model, error=f"llm.script has no reply left for operator '{operator or queue}' "
+                                                    f"(its '{queue}' list holds {len(replies)})")
 
     # -- provider ---------------------------------------------------------------------------------
 
-    def _request_kwargs(self, messages: list[dict]) -> dict[str, Any]:
-        cfg = self.cfg
+    def _request_kwargs(self, cfg: LLMConfig, messages: list[dict], mock: Optional[str]) -> dict[str, Any]:
         kwargs: dict[str, Any] = dict(cfg.extra)
         kwargs.update(
             model=cfg.model,
@@ -381,19 +489,19 @@ class LLMClient:
         key = _resolve_key(cfg)
         if key is not None:
             kwargs["api_key"] = key
-        if cfg.mock_responses:
-            kwargs["mock_response"] = cfg.mock_responses[self.usage.calls % len(cfg.mock_responses)]
+        if mock is not None:
+            kwargs["mock_response"] = mock
         return kwargs
 
-    def _call_provider(self, messages: list[dict], started: float) -> LLMCall:
+    def _call_provider(self, cfg: LLMConfig, messages: list[dict], started: float, mock: Optional[str]) -> LLMCall:
         from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
         litellm = _import_litellm()
-        kwargs = self._request_kwargs(messages)
+        kwargs = self._request_kwargs(cfg, messages, mock)
         attempts = 0
         retrying = Retrying(
-            stop=stop_after_attempt(self.cfg.max_retries + 1),
-            wait=wait_exponential(multiplier=self.cfg.retry_backoff_s, max=MAX_BACKOFF_S),
+            stop=stop_after_attempt(cfg.max_retries + 1),
+            wait=wait_exponential(multiplier=cfg.retry_backoff_s, max=MAX_BACKOFF_S),
             retry=retry_if_exception(is_transient),
             reraise=True,
         )
@@ -402,22 +510,23 @@ class LLMClient:
                 with attempt:
                     attempts += 1
                     response = litellm.completion(**kwargs)
-                    text = _reply_text(response)
+                    text, finish = _reply_text(response, cfg.max_tokens)
         except Exception as exc:  # noqa: BLE001 - any provider failure becomes a recorded failed call
             error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
-            return LLMCall(
-                model=self.cfg.model,
-                latency_s=time.monotonic() - started,
-                attempts=attempts,
-                error=error,
-                messages=messages,
-            )
-        prompt_tokens, completion_tokens = _usage_numbers(response)
+            call = LLMCall(model=cfg.model, latency_s=time.monotonic() - started, attempts=attempts, error=error,
+                           messages=messages)
+            if isinstance(exc, ThoughtToTheLimit):  # the thinking was billed: count it
+                call.prompt_tokens, call.completion_tokens, call.reasoning_tokens = _usage_numbers(exc.response)
+                call.usd, call.finish_reason = _known_cost(litellm, cfg.model, exc.response), "length"
+            return call
+        prompt_tokens, completion_tokens, reasoning_tokens = _usage_numbers(response)
         return LLMCall(
-            model=self.cfg.model,
+            model=cfg.model,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
-            usd=_known_cost(litellm, self.cfg.model, response),
+            reasoning_tokens=reasoning_tokens,
+            finish_reason=finish,
+            usd=_known_cost(litellm, cfg.model, response),
             latency_s=time.monotonic() - started,
             attempts=attempts,
             response=text,
@@ -426,25 +535,29 @@ class LLMClient:
 
     # -- cache ------------------------------------------------------------------------------------
 
-    def _cache_entry(self, call: LLMCall) -> dict[str, Any]:
+    def _cache_entry(self, cfg: LLMConfig, call: LLMCall) -> dict[str, Any]:
         return {
             "model": call.model,
-            "api_base": self.cfg.api_base,
+            "api_base": cfg.api_base,
             "messages": call.messages,
             "response": call.response,
             "prompt_tokens": call.prompt_tokens,
             "completion_tokens": call.completion_tokens,
+            "reasoning_tokens": call.reasoning_tokens,
+            "finish_reason": call.finish_reason,
             "usd": call.usd,
             "latency_s": call.latency_s,
             "recorded_at": time.time(),
         }
 
-    def _from_cache(self, entry: dict[str, Any], messages: list[dict], latency_s: float) -> LLMCall:
+    def _from_cache(self, cfg: LLMConfig, entry: dict[str, Any], messages: list[dict], latency_s: float) -> LLMCall:
         usd = entry.get("usd")
         return LLMCall(
-            model=self.cfg.model,
+            model=cfg.model,
             prompt_tokens=int(entry.get("prompt_tokens") or 0),
             completion_tokens=int(entry.get("completion_tokens") or 0),
+            reasoning_tokens=int(entry.get("reasoning_tokens") or 0),
+            finish_reason=str(entry.get("finish_reason") or ""),
             usd=float(usd) if usd is not None else None,
             latency_s=latency_s,
             attempts=0,
@@ -454,11 +567,64 @@ class LLMClient:
         )
 
 
+def load_script(path: str | os.PathLike[str]) -> dict[str, list[str]]:
+    """Scripted replies for ``llm.script``, as {operator or "default": [reply, ...]}.
+
+    - a folder: one reply per file, in sorted file-name order (hidden files skipped); a subfolder
+      named after an operator (``draft/``, ``analyze/``, ...) holds that operator's replies;
+    - ``.jsonl``: one JSON value per line, a string or ``{"reply": ..., "operator": ...}``;
+    - ``.yaml``/``.yml``/``.json``: a list of replies, or a mapping operator -> list of replies.
+    An operator without its own list takes replies from ``default``, in the order calls are made.
+    """
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise UserError(f"llm.script={path}: no such file or folder")
+    script: dict[str, list[str]] = {}
+    try:
+        if root.is_dir():
+            for entry in sorted(root.iterdir()):
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir():
+                    script[entry.name] = [f.read_text() for f in sorted(entry.iterdir())
+                                          if f.is_file() and not f.name.startswith(".")]
+                else:
+                    script.setdefault("default", []).append(entry.read_text())
+        elif root.suffix == ".jsonl":
+            for number, line in enumerate(root.read_text().splitlines(), 1):
+                if not line.strip():
+                    continue
+                item = json.loads(line)
+                if isinstance(item, dict):
+                    script.setdefault(item.get("operator") or "default", []).append(item["reply"])
+                elif isinstance(item, str):
+                    script.setdefault("default", []).append(item)
+                else:
+                    raise ValueError(f"line {number} is neither a string nor an object with 'reply'")
+        elif root.suffix in (".yaml", ".yml", ".json"):
+            import yaml
+
+            raw = yaml.safe_load(root.read_text())
+            raw = {"default": raw} if isinstance(raw, list) else raw
+            if not isinstance(raw, dict) or not all(isinstance(v, list) for v in raw.values()):
+                raise ValueError("expected a list of replies or a mapping operator -> list of replies")
+            script = {str(k): [str(r) for r in v] for k, v in raw.items()}
+        else:
+            raise ValueError("expected a folder, a .jsonl, .yaml, .yml or .json file")
+    except (ValueError, KeyError, OSError) as exc:
+        raise UserError(f"llm.script={path}: {exc} (see docs/agents.md, 'Testing offline')") from None
+    except Exception as exc:  # yaml.YAMLError and friends
+        raise UserError(f"llm.script={path}: unreadable ({type(exc).__name__}); see docs/agents.md") from None
+    if not any(script.values()):
+        raise UserError(f"llm.script={path} holds no replies")
+    return script
+
+
 def _resolve_key(cfg: LLMConfig) -> Optional[str]:
     """The key to pass explicitly, or None to let litellm read the provider's default variable."""
     if cfg.api_key_env:
         return os.environ.get(cfg.api_key_env) or None
-    if cfg.api_base and not cfg.mock_responses:
+    if cfg.api_base and not (cfg.mock_responses or cfg.script):
         return NO_KEY_PLACEHOLDER  # custom endpoint without api_key_env: it needs no key
     return None
 
@@ -466,6 +632,9 @@ def _resolve_key(cfg: LLMConfig) -> Optional[str]:
 def missing_credentials(cfg: LLMConfig | Any) -> Optional[str]:
     """One user-facing line naming the env var to set, or None when the config can run as is."""
     cfg = _as_config(cfg)
+    if cfg.script:
+        return None if Path(cfg.script).expanduser().exists() else \
+            f"llm.script={cfg.script} does not exist; give a folder or file of replies (docs/agents.md)"
     if cfg.mock_responses:
         return None
     hint = "(or run a non-LLM agent: agent=optuna)"

@@ -26,7 +26,8 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 log = logging.getLogger(__name__)
 
-BUILTIN_PLUGINS = ("benchmark.builtin_plugin", "agents.greedy", "agents.optuna_agent")
+BUILTIN_PLUGINS = ("benchmark.builtin_plugin", "agents.greedy", "agents.aide", "agents.mcts", "agents.evolutionary",
+                   "agents.optuna_agent")
 
 
 class HookSpecs:

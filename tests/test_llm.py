@@ -262,3 +262,117 @@ def test_import_does_not_load_litellm() -> None:
     env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+# -- per-operator settings, cut-off and reasoning replies, scripts, threads ----------------------
+
+
+def test_operator_overrides_pick_model_and_limits(llm_server: StubLLMServer) -> None:
+    from benchmark.llm import OperatorLLMConfig
+
+    cfg = stub_cfg(llm_server, operators={"analyze": OperatorLLMConfig(model="openai/cheap-model", max_tokens=50,
+                                                                      temperature=0.9)})
+    client = LLMClient(cfg)
+    review = client.complete(MSGS, operator="analyze")
+    edit = client.complete(MSGS, operator="draft")
+    assert [r["model"] for r in llm_server.requests] == ["cheap-model", "test-model"]
+    assert (llm_server.requests[0]["max_tokens"], llm_server.requests[0]["temperature"]) == (50, 0.9)
+    assert (review.model, review.operator, edit.model, edit.operator) == ("openai/cheap-model", "analyze",
+                                                                          "openai/test-model", "draft")
+    assert client.usage.operator_calls == {"analyze": 1, "draft": 1}
+    assert review.prompt_chars == len(MSGS[0]["content"])
+
+
+def _fake_completion(monkeypatch: pytest.MonkeyPatch, content: str, finish: str, reasoning: int) -> list[dict]:
+    import litellm
+
+    seen: list[dict] = []
+
+    def completion(**kwargs):
+        seen.append(kwargs)
+        return litellm.ModelResponse(
+            model="gpt-4o-mini",
+            choices=[{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": content}}],
+            usage={"prompt_tokens": 100, "completion_tokens": 300, "total_tokens": 400,
+                   "completion_tokens_details": {"reasoning_tokens": reasoning}})
+
+    monkeypatch.setattr(litellm, "completion", completion)
+    return seen
+
+
+def test_reply_cut_by_the_token_limit_is_marked(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_completion(monkeypatch, "Plan: rewrite.\n### FILE: model.py\n```python\ndef f(", "length", 0)
+    call = LLMClient(LLMConfig(model="gpt-4o-mini")).complete(MSGS)
+    assert call.ok and call.truncated and call.response.endswith("def f(")
+
+
+def test_reasoning_that_eats_the_budget_is_reported_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _fake_completion(monkeypatch, "", "length", 300)
+    client = LLMClient(LLMConfig(model="gpt-4o-mini", max_tokens=300, max_retries=3))
+    call = client.complete(MSGS)
+    assert len(seen) == 1 and call.attempts == 1
+    assert "reasoning tokens" in call.error and "max_tokens=300" in call.error
+    assert (call.reasoning_tokens, call.completion_tokens) == (300, 300) and call.usd and call.usd > 0
+    assert client.usage.failed_calls == 1 and client.usage.reasoning_tokens == 300 and client.usage.usd == call.usd
+
+
+def test_reasoning_tokens_are_counted_on_answered_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_completion(monkeypatch, "Plan: ok", "stop", 120)
+    client = LLMClient(LLMConfig(model="gpt-4o-mini"))
+    call = client.complete(MSGS)
+    assert (call.reasoning_tokens, call.finish_reason) == (120, "stop") and client.usage.reasoning_tokens == 120
+
+
+def test_script_folder_serves_replies_per_operator_and_resumes(tmp_path: Path) -> None:
+    (tmp_path / "analyze").mkdir()
+    (tmp_path / "01.md").write_text("first edit")
+    (tmp_path / "02.md").write_text("second edit")
+    (tmp_path / "analyze" / "a.txt").write_text("a review")
+    client = LLMClient(LLMConfig(script=str(tmp_path)))
+    assert client.complete(MSGS, operator="draft").response == "first edit"
+    assert client.complete(MSGS, operator="analyze").response == "a review"
+    exhausted = client.complete(MSGS, operator="analyze")
+    assert "no reply left for operator 'analyze'" in exhausted.error
+    resumed = LLMClient(LLMConfig(script=str(tmp_path)), Usage.from_dict(client.usage.to_dict()))
+    assert resumed.complete(MSGS, operator="improve").response == "second edit"  # continues the default list
+
+
+def test_script_files_jsonl_and_yaml(tmp_path: Path) -> None:
+    jsonl = tmp_path / "replies.jsonl"
+    jsonl.write_text('"plain"\n{"reply": "for debug", "operator": "debug"}\n')
+    client = LLMClient(LLMConfig(script=str(jsonl)))
+    assert client.complete(MSGS, operator="debug").response == "for debug"
+    assert client.complete(MSGS, operator="draft").response == "plain"
+    yaml_file = tmp_path / "replies.yaml"
+    yaml_file.write_text("- one\n- two\n")
+    client = LLMClient(LLMConfig(script=str(yaml_file)))
+    assert [client.complete(MSGS).response for _ in range(2)] == ["one", "two"]
+    assert missing_credentials(LLMConfig(model="gpt-4o", script=str(yaml_file))) is None
+    assert "does not exist" in missing_credentials(LLMConfig(script=str(tmp_path / "nope")))
+
+
+@pytest.mark.parametrize("content, problem", [(None, "no such file"), ("{a: 1}", "expected a list"),
+                                              ("[]", "holds no replies"), ('{"x": ', "unreadable")])
+def test_bad_scripts_are_one_line_user_errors(tmp_path: Path, content, problem) -> None:
+    path = tmp_path / "script.yaml"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(UserError, match=problem):
+        LLMClient(LLMConfig(script=str(path)))
+
+
+def test_usage_and_scripted_replies_are_thread_safe(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    usage = Usage()
+    call = LLMCall(model="m", prompt_tokens=3, completion_tokens=2, usd=0.5, operator="draft")
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: usage.add(call), range(4000)))
+    assert (usage.calls, usage.prompt_tokens, usage.operator_calls) == (4000, 12000, {"draft": 4000})
+    assert usage.usd == pytest.approx(2000.0)
+    script = tmp_path / "replies.yaml"
+    script.write_text(json.dumps([f"reply {i}" for i in range(24)]))
+    client = LLMClient(LLMConfig(script=str(script)))
+    with ThreadPoolExecutor(8) as pool:
+        replies = list(pool.map(lambda _: client.complete(MSGS, operator="improve").response, range(24)))
+    assert sorted(replies) == sorted(f"reply {i}" for i in range(24))  # each served exactly once

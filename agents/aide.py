@@ -1,0 +1,71 @@
+"""AIDE (WecoAI/aideml) as FML-bench adapts it: drafts are alternative edits of the task's baseline.
+
+Policy, exactly AIDE's: until `num_drafts` drafts exist, draft; then with probability `debug_prob`
+debug a uniformly chosen buggy leaf whose debug depth is <= `max_debug_depth`; otherwise improve the
+best scored node (draft again if there is none). AIDE's review step is `analyze`: one LLM call per
+executed node writing a short reading of the result; memory = scored nodes' plan + analysis + metric.
+
+Differences forced by our harness, not by taste: a draft edits the baseline (node 0000) instead of
+starting from nothing; a node whose edit failed never ran, so it counts neither as a draft nor as a
+child that makes its parent a non-leaf; and claims in flight (store.pending()) count as drafts and
+as children, so no buggy leaf is debugged twice at once. The policy is a pure function of the
+store, so it keeps no state and resume rebuilds the same tree.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable
+
+from agents import operators
+from agents.prompts import PromptConfig
+from agents.tree import ROOT, debug_depth, is_leaf
+from benchmark.agent_api import Action, Agent, AgentSpec, StatelessPolicy
+from benchmark.journal import NodeStore
+from benchmark.plugins import hookimpl
+from benchmark.task import TaskSpec
+
+
+@dataclass
+class AideConfig(PromptConfig):
+    name: str = "aide"
+    num_drafts: int = 5  # AIDE's default
+    debug_prob: float = 0.5  # AIDE's default
+    max_debug_depth: int = 3  # AIDE's default; the check is <=, so a chain may reach depth 4 as in AIDE
+    analyze: bool = True  # AIDE's review call after each executed node (costs no experiment)
+
+
+class AidePolicy(StatelessPolicy):
+    def __init__(self, cfg: AideConfig):
+        self.cfg = cfg
+
+    def drafts(self, store: NodeStore) -> int:
+        """Drafts that ran or are in flight (a failed draft edit is retried, not counted)."""
+        return sum(1 for n in store if n.operator == "draft" and n.executed) + \
+            sum(1 for n in store.pending() if n.operator == "draft")
+
+    def next_action(self, store: NodeStore, rng: random.Random) -> Action:
+        if self.drafts(store) < self.cfg.num_drafts:
+            return Action("draft", (ROOT,), tag="draft")
+        if rng.random() < self.cfg.debug_prob:
+            buggy = [n for n in store if n.is_buggy and is_leaf(store, n.id)
+                     and debug_depth(n, store) <= self.cfg.max_debug_depth]
+            if buggy:
+                node = rng.choice(buggy)
+                return Action("debug", (node.id,), tag=f"debug_of:{node.id}")
+        best = store.best()
+        if best is None:
+            return Action("draft", (ROOT,), tag="draft")
+        return Action("improve", (best.id,), tag=f"improve:{best.id}")
+
+
+def build(cfg: AideConfig, task: TaskSpec) -> Agent:
+    return Agent(policy=AidePolicy(cfg), operators=operators.bind(cfg, ("draft", "improve", "debug"), explored=True),
+                 analyze=operators.analyzer(cfg) if cfg.analyze else None)
+
+
+@hookimpl
+def researchbench_register_agents(register: Callable[[AgentSpec], None]) -> None:
+    register(AgentSpec(name="aide", config_class=AideConfig, build=build, uses_llm=True,
+                       description="LLM: AIDE - drafts of the baseline, random buggy-leaf debugging, improve the best"))

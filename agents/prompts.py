@@ -1,0 +1,291 @@
+"""Prompt sections and wording for the shared operators (our own text; no other project's prompts).
+
+What a strong LLM asked for, and where it lives: numbers instead of words for limits (`setup`), the
+latest attempts with what each changed and every metric (`attempts`), output tails cut at line
+boundaries with tracebacks kept (`text.tail_lines`), a data preview (`benchmark.data_preview`),
+harness files in full once and then as an outline (`harness`), and a character budget that shrinks
+the least important sections first (`text.assemble`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agents.text import Section, diff_stats, head_lines, outline_python, summarize, tail_lines
+from benchmark.data_preview import preview
+from benchmark.journal import OK, Node
+
+if TYPE_CHECKING:
+    from benchmark.agent_api import OpContext
+
+SYSTEM = (
+    "You are an experienced machine-learning researcher improving a research codebase through experiments. "
+    "Each proposal you make is run once, as one experiment, in a sandbox without network access, and scored "
+    "by the harness on a validation set whose labels you never see. Be concrete, change only what your idea "
+    "needs, keep the code deterministic, and keep it well inside the time limit."
+)
+
+ANALYZE_SYSTEM = (
+    "You review the result of one machine-learning experiment for a colleague who will plan the next one. "
+    "Be factual and brief; quote numbers."
+)
+
+JOBS = {
+    "draft": (
+        "Propose a new approach to this task and implement it as an edit of the baseline shown below. It must "
+        "be a real alternative: different from the baseline's method and from every other draft listed above. "
+        "Keep this first version simple and robust, so it runs well inside the time limit."
+    ),
+    "improve": (
+        "Propose ONE concrete, atomic change to the solution below that you expect to improve {metric}, and "
+        "implement it. Do not repeat an idea that was already tried (see the attempts above); build on what "
+        "the results suggest."
+    ),
+    "debug": (
+        "The solution below failed ({reason}). Find the cause in its output and fix it. Keep the solution's "
+        "idea; correct only what is broken. Do not repeat a fix that already failed (see the debug history)."
+    ),
+    "crossover": (
+        "Solutions A and B below both work. Combine their strengths into one solution that you expect to "
+        "beat both on {metric}. Your edits apply to A's files: bring over what is worth taking from B."
+    ),
+}
+
+RESPONSE = (
+    "Reply with a line starting 'Plan:' and 3-5 sentences: the idea, why you expect it to help, and what "
+    "you change. Then give the edits, and nothing after them."
+)
+
+ANALYZE_JOB = (
+    "In 2-4 sentences: what does this result say about the idea (did it work, by how much compared with its "
+    "parent and the best so far, and why, if the output shows it)? If it failed, name the cause. End with "
+    "the most promising next step. Plain text, no code."
+)
+
+TEXT_SUFFIXES = (".py", ".md", ".json", ".yaml", ".yml", ".txt", ".toml", ".cfg", ".sh")
+
+
+@dataclass
+class PromptConfig:
+    """Prompt settings shared by every LLM agent (its config class inherits them)."""
+
+    edit_format: str = "auto"  # "search_replace" | "whole_file" | "auto" (either, SEARCH/REPLACE preferred)
+    memory_size: int = 6  # recent attempts shown in detail
+    output_tail_chars: int = 3000  # per stream, of each solution being worked on
+    attempt_tail_chars: int = 800  # output tail of each failed or worse recent attempt
+    prompt_chars: int = 60000  # target prompt size; the least important sections shrink first
+    data_preview: bool = True  # show shapes, dtypes and rows of the public data
+
+
+# -- facts about nodes ---------------------------------------------------------------------------
+
+
+def metrics_line(node: Node) -> str:
+    return ", ".join(f"{k}={v:.5g}" for k, v in sorted(node.metrics.items())) or "none"
+
+
+def result_line(ctx: OpContext, node: Node) -> str:
+    metric = ctx.task.metric
+    if node.status == OK:
+        return f"{metric.name} = {node.primary:.5g}"
+    if node.executed:
+        return f"FAILED ({node.bug_reason or 'error'})"
+    reason = node.feedback.strip().splitlines()[0] if node.feedback.strip() else ""
+    return f"not run: {node.status.replace('_', ' ')}" + (f" ({summarize(reason, 200)})" if reason else "")
+
+
+def _compare(ctx: OpContext, node: Node) -> str:
+    """How a scored node compares with its parent and with the best, in words a planner can use."""
+    if node.status != OK or not node.parents:
+        return ""
+    parent = ctx.store.get(node.parents[0])
+    best = ctx.store.best()
+    words = []
+    if parent.status == OK:
+        better = ctx.task.metric.better(node.primary, parent.primary)
+        same = node.primary == parent.primary
+        words.append("same as its parent" if same else ("better than its parent" if better else "worse than its parent"))
+    if best is not None and best.id == node.id:
+        words.append("the best so far")
+    return f" ({'; '.join(words)})" if words else ""
+
+
+def _worse(ctx: OpContext, node: Node) -> bool:
+    if node.status != OK or not node.parents:
+        return node.executed
+    parent = ctx.store.get(node.parents[0])
+    return parent.status == OK and not ctx.task.metric.better(node.primary, parent.primary)
+
+
+def output_tail(ctx: OpContext, node: Node, limit: int) -> str:
+    stdout = tail_lines(ctx.store.blobs.text(node.stdout), limit)
+    stderr = tail_lines(ctx.store.blobs.text(node.stderr), limit)
+    return f"stdout:\n{stdout or '(empty)'}\nstderr:\n{stderr or '(empty)'}"
+
+
+# -- sections ------------------------------------------------------------------------------------
+
+
+def task_section(ctx: OpContext) -> Section:
+    text = ctx.task.description_text()
+    return Section("Task", [text, head_lines(text, 4000)], 100)
+
+
+def setup_section(ctx: OpContext) -> Section:
+    task, budget = ctx.task, ctx.budget or ctx.task.budget
+    res, metric = task.resources, task.metric
+    baseline = ctx.store.get("0000") if "0000" in ctx.store else None
+    best = ctx.store.best()
+    scores = []
+    if baseline is not None:
+        scores.append(f"baseline (node 0000): {result_line(ctx, baseline)}")
+    if best is not None:
+        scores.append(f"best so far: {metric.name} = {best.primary:.5g} (node {best.id})")
+    lines = [
+        f"- Metric: {metric.name} on the validation set, {metric.direction} is better. " + "; ".join(scores) + ".",
+        f"- One experiment = one run of your code with a hard time limit of {budget.step_timeout_s:g} s "
+        f"(killed beyond it), {res.cpus} CPU{'s' if res.cpus != 1 else ''}, {res.memory_gb:g} GB memory, "
+        f"{res.gpus or 'no'} GPU{'s' if res.gpus != 1 else ''}, no network.",
+        f"- Experiments left: {ctx.steps_left} of {budget.steps}. A failed or no-op edit spends none. "
+        f"Compute budget: {budget.compute_hours:g} h of experiment time in all.",
+        f"- You may edit only files matching: {', '.join(task.editable)}. Every other file belongs to the "
+        "harness and is restored before each run.",
+    ]
+    return Section("Setup and limits", ["\n".join(lines)], 99)
+
+
+def harness_files(ctx: OpContext) -> dict[str, str]:
+    code_dir = ctx.task.code_dir
+    out = {}
+    for path in sorted(code_dir.rglob("*")):
+        rel = path.relative_to(code_dir).as_posix()
+        if path.is_file() and not ctx.task.is_editable(rel) and path.suffix in TEXT_SUFFIXES \
+                and "__pycache__" not in rel:
+            out[rel] = path.read_text(errors="replace")
+    return out
+
+
+def harness_section(ctx: OpContext, full: bool) -> Section:
+    """Read-only harness files: whole the first time (or when a traceback points into one), then as
+    an outline of the contract, since every prompt repeating them was most of a prompt's growth."""
+    files = harness_files(ctx)
+    if not files:
+        return Section("Harness files (read-only)", [""], 60)
+    outline = "\n\n".join(
+        f"{rel} (outline; shown in full in an earlier prompt):\n```\n"
+        + (outline_python(text) if rel.endswith(".py") else "\n".join(text.splitlines()[:10])) + "\n```"
+        for rel, text in files.items())
+    variants = [files_block(files), outline] if full else [outline]
+    return Section("Harness files (read-only)", variants, 60)
+
+
+def data_section(ctx: OpContext, cfg: PromptConfig, priority: int) -> Section:
+    text = preview(ctx.public_dir) if cfg.data_preview else ""
+    return Section("Data preview (public data, read-only)", [text, ""] if text else [""], priority)
+
+
+def attempts_section(ctx: OpContext, cfg: PromptConfig) -> Section:
+    """The latest attempts: parent, what changed, every metric, and tails of failures and regressions."""
+    nodes = [n for n in ctx.store.last(cfg.memory_size) if n.step > 0]
+    if not nodes:
+        return Section("Recent attempts", ["(none yet)"], 70)
+
+    def entry(node: Node, detail: bool) -> str:
+        parents = " + ".join(node.parents)
+        diff = diff_stats(ctx.store.blobs.text(node.diff)) if node.diff else ""
+        head = f"- node {node.id}, {node.operator} of {parents}: {result_line(ctx, node)}{_compare(ctx, node)}"
+        head += f"; {diff}." if diff else "."
+        if not detail:
+            return head
+        lines = [head] + ([f"  plan: {summarize(node.plan, 600)}"] if node.plan else [])
+        if node.executed:
+            lines.append(f"  metrics: {metrics_line(node)}")
+        if node.analysis:
+            lines.append(f"  analysis: {summarize(node.analysis, 500)}")
+        if not node.executed and node.feedback:
+            lines.append("  feedback:\n" + _indent(tail_lines(node.feedback, cfg.attempt_tail_chars)))
+        elif _worse(ctx, node) and cfg.attempt_tail_chars:
+            stream = ctx.store.blobs.text(node.stderr) or ctx.store.blobs.text(node.stdout)
+            lines.append("  output tail:\n" + _indent(tail_lines(stream, cfg.attempt_tail_chars) or "(empty)"))
+        return "\n".join(lines)
+
+    newest_first = nodes[::-1]
+    full = "\n".join(entry(n, True) for n in newest_first)
+    half = "\n".join(entry(n, i < max(1, len(nodes) // 2)) for i, n in enumerate(newest_first))
+    brief = "\n".join(entry(n, False) for n in newest_first)
+    return Section("Recent attempts (newest first)", [full, half, brief], 70)
+
+
+def explored_section(ctx: OpContext) -> Section:
+    """AIDE's memory: every scored node's plan, its analysis and its metric, oldest first."""
+    valid = [n for n in ctx.store if n.status == OK and n.step > 0]
+
+    def entry(node: Node) -> str:
+        text = f"- node {node.id} ({node.operator}): {ctx.task.metric.name} = {node.primary:.5g}\n" \
+               f"  design: {summarize(node.plan, 400) or '(none)'}"
+        return text + (f"\n  result: {summarize(node.analysis, 400)}" if node.analysis else "")
+
+    if not valid:
+        return Section("Ideas explored so far (scored)", [""], 50)
+    return Section("Ideas explored so far (scored)", ["\n".join(entry(n) for n in valid),
+                                                      "\n".join(entry(n) for n in valid[-8:]), ""], 50)
+
+
+def debug_history_section(ctx: OpContext, node: Node) -> Section:
+    """The failing chain above the node being debugged (AIRA's ancestral memory), oldest first."""
+    chain = []
+    current = node
+    while current.parents and ctx.store.get(current.parents[0]).is_buggy:
+        current = ctx.store.get(current.parents[0])
+        chain.append(current)
+    tried = [c for c in ctx.store.children(node.id) if not c.executed and c.operator == "debug"]
+    lines = [f"- node {n.id} ({n.operator}): {summarize(n.plan, 300)} -> failed: {_last_error(ctx, n)}"
+             for n in chain[::-1]]
+    lines += [f"- a fix of node {node.id} that was never run: {summarize(c.feedback, 300)}" for c in tried]
+    return Section("Debug history (earlier failed attempts in this chain)", ["\n".join(lines), ""] if lines else [""], 80)
+
+
+def _last_error(ctx: OpContext, node: Node) -> str:
+    lines = [line for line in ctx.store.blobs.text(node.stderr).splitlines() if line.strip()]
+    return summarize(lines[-1], 300) if lines else node.bug_reason
+
+
+def solution_section(ctx: OpContext, node: Node, cfg: PromptConfig, label: str) -> Section:
+    files = ctx.store.files(node)
+    head = f"node {node.id} ({node.operator}): {result_line(ctx, node)}; metrics: {metrics_line(node)}"
+    if node.analysis:
+        head += f"\nAnalysis: {summarize(node.analysis, 600)}"
+
+    def body(limit: int) -> str:
+        return f"{head}\n\n{files_block(files)}\n\n## Its output\n{output_tail(ctx, node, limit)}"
+
+    return Section(label, [body(cfg.output_tail_chars), body(cfg.output_tail_chars // 3)], 90)
+
+
+def job_section(ctx: OpContext, role: str, cfg: PromptConfig, parent: Node) -> Section:
+    from benchmark.edits import format_instructions
+
+    job = JOBS[role].format(metric=ctx.task.metric.name, reason=parent.bug_reason or "error")
+    text = f"{job}\n\n{RESPONSE}\n\n{format_instructions(cfg.edit_format)}{_token_note(ctx, role, parent)}"
+    return Section("Your job", [text], 100)
+
+
+def _token_note(ctx: OpContext, role: str, parent: Node) -> str:
+    """Warn when whole files would not fit in the reply the LLM is allowed (about 3.5 chars a token)."""
+    if ctx.llm is None:
+        return ""
+    limit = ctx.llm.cfg.for_operator(role).max_tokens
+    need = int(sum(len(t) for t in ctx.store.files(parent).values()) / 3.5) + 500
+    if need <= limit // 2:
+        return ""
+    return (f"\nYour reply is limited to {limit} tokens and the editable files take about {need}: "
+            "send SEARCH/REPLACE blocks, not whole files, or the reply will be cut off.")
+
+
+def files_block(files: dict[str, str]) -> str:
+    return "\n\n".join(f"### FILE: {rel}\n````\n{text.rstrip()}\n````" for rel, text in sorted(files.items()))
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
