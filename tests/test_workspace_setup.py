@@ -50,6 +50,7 @@ def tiny_task(tmp_path: Path, name: str = "tiny", version: str = "1") -> TaskSpe
         "budget": {"steps": 1, "compute_hours": 1, "step_timeout_s": 5, "usd": 0},
         "phases": {"val": ["{python}", "driver.py"], "test": ["{python}", "driver.py"]},
         "evaluator": ["{python}", "{task_dir}/evaluate.py"],
+        "outputs": ["predictions.csv"],
         "prepare": ["{python}", "{task_dir}/prepare.py", "{workspace}"],
         "data": {"public": "public", "test_inputs": "test_inputs", "labels": "labels"},
     }
