@@ -86,3 +86,21 @@ def test_killed_run_resumes_to_the_same_tree(toy, tmp_path: Path, agent, extra) 
     assert _tree(run_dir) == _tree(ref_dir)
     assert _policies(run_dir) == _policies(ref_dir)
     assert any(n["status"] == "buggy" for n in _finished(ref_dir))  # the resumed stretch had a debug chain to rebuild
+
+
+def test_aide_reviews_every_executed_node(toy, tmp_path: Path) -> None:
+    """AIDE's analyze operator runs once per executed node (baseline included), costs no experiment,
+    and its text lands on the node; a no-op edit gets no review."""
+    slope3 = "Plan: slope 3.\n\n### FILE: params.json\n```json\n{\"slope\": 3.0}\n```\n"
+    replies = ["The baseline underfits: slope 1 against data of slope 3.", slope3, "Slope 3 fits exactly.",
+               "no edits here", slope3, "Again exact."]
+    summary, _ = run_inprocess("agent=aide", "task=toy", "llm=mock", f"results_dir={tmp_path}",
+                               "budget.steps=2", llm__mock_responses=replies)
+    nodes = _finished(Path(summary["run_dir"]))
+    executed = [n for n in nodes if n["executed"]]
+    assert len(executed) == 3 and summary["steps"]["experiments"] == 2
+    assert [n["analysis"] for n in executed] == ["The baseline underfits: slope 1 against data of slope 3.",
+                                                 "Slope 3 fits exactly.", "Again exact."]
+    for node in executed:
+        assert [c.get("purpose") for c in node["llm_calls"]][-1] == "analysis"
+    assert all(not n["analysis"] for n in nodes if not n["executed"])
