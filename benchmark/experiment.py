@@ -67,7 +67,7 @@ def materialize(prepared: PreparedTask, files: dict[str, str], code_dir: Path) -
 
 
 def phase_job(prepared: PreparedTask, phase: str, scratch: Path, timeout_s: float,
-              owned: list[Path] = ()) -> Job:
+              owned: list[Path] | tuple[Path, ...] = ()) -> Job:
     """The sandboxed job of a val or test phase, with what it must never see named in `hidden`."""
     spec = prepared.spec
     code_dir, output_dir = scratch / "code", scratch / "output"

@@ -153,7 +153,7 @@ class LocalExecutor:
                 return f"job path {path} does not exist"
         if job.timeout_s <= 0:
             return f"job timeout_s must be positive, got {job.timeout_s}"
-        return self.exposure(job)
+        return ""
 
     def _run_with_gpus(self, job: Job, gpu_ids: list[int]) -> JobResult:
         started = time.monotonic()
@@ -164,12 +164,12 @@ class LocalExecutor:
         if exe is None:
             return _failure(started, f"cannot start job: executable {argv[0]!r} not found")
         run_as = self._job_user(job) if self._bwrap else None  # unsandboxed jobs run as the harness
-        if run_as is not None:
-            for path in (job.workdir, *job.writable):
-                _chown_tree(Path(path), run_as.uid, run_as.gid)
         if self._bwrap:
             tmpfs = int(job.limits.memory_gb * _GIB) if self._tmpfs_size_ok else None
             layout = sandbox_layout(job, tmpfs_bytes=tmpfs, run_as=run_as)
+            exposed = layout.exposure(job.hidden)
+            if exposed:
+                return _failure(started, exposed)
             if not layout.exposes(exe):
                 return _failure(
                     started,
@@ -177,6 +177,9 @@ class LocalExecutor:
                     "(add its directory to Job.readonly)",
                 )
             argv = layout.argv(self._bwrap, Path(job.workdir)) + argv
+        if run_as is not None:
+            for path in (job.workdir, *job.writable):
+                _chown_tree(Path(path), run_as.uid, run_as.gid)
 
         cgroup = None
         if self._use_cgroups:
