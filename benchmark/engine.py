@@ -144,7 +144,7 @@ class Run:
                 return summary
             agent = self._build_agent(loaded.policy)
             self.steps = StepRunner(self.prepared, self.executor, self.blobs, self.budget,
-                                    self.run_dir / "scratch", self.display)
+                                    self.run_dir / "scratch", self.display, seed=self.cfg.seed)
             return self._run_to_end(agent, loaded)
         finally:
             self.executor.shutdown()

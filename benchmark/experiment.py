@@ -67,7 +67,7 @@ def materialize(prepared: PreparedTask, files: dict[str, str], code_dir: Path) -
 
 
 def phase_job(prepared: PreparedTask, phase: str, scratch: Path, timeout_s: float,
-              owned: list[Path] | tuple[Path, ...] = ()) -> Job:
+              owned: list[Path] | tuple[Path, ...] = (), seed: int = 0) -> Job:
     """The sandboxed job of a val or test phase, with what it must never see named in `hidden`."""
     spec = prepared.spec
     code_dir, output_dir = scratch / "code", scratch / "output"
@@ -78,7 +78,7 @@ def phase_job(prepared: PreparedTask, phase: str, scratch: Path, timeout_s: floa
     else:
         hidden.append(prepared.test_inputs_dir)
     values = dict(python=sys.executable, code=str(code_dir), data=str(prepared.public_dir),
-                  output=str(output_dir), phase=phase, test_inputs=str(prepared.test_inputs_dir))
+                  output=str(output_dir), phase=phase, test_inputs=str(prepared.test_inputs_dir), seed=str(seed))
     argv = render(spec.phases[phase], **values)  # the manifest schema keeps {test_inputs} out of val
     res = spec.resources
     return Job(
@@ -99,8 +99,10 @@ def check_isolation(prepared: PreparedTask, executor: Executor, run_dir: Path) -
 
 
 def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executor: Executor,
-              scratch: Path, timeout_s: float) -> Outcome:
-    """Run the val or test phase of `files` and score it; scratch is made fresh and removed after."""
+              scratch: Path, timeout_s: float, seed: int = 0) -> Outcome:
+    """Run the val or test phase of `files` and score it; scratch is made fresh and removed after.
+
+    `seed` fills the phases' `{seed}`: the run's seed, so a run's training randomness follows it."""
     discard_tree(scratch)
     output_dir, handed, eval_dir = scratch / "output", scratch / "handed", scratch / "eval"
     for path in (output_dir, handed, eval_dir):
@@ -108,7 +110,7 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
     started = time.monotonic()
     try:
         owned = materialize(prepared, files, scratch / "code")
-        job = phase_job(prepared, phase, scratch, timeout_s, owned)
+        job = phase_job(prepared, phase, scratch, timeout_s, owned, seed)
         result = executor.submit(job).result()
         outcome = Outcome(exit_code=result.exit_code, timed_out=result.timed_out, seconds=0.0,
                           stdout=_read(job.stdout_path), stderr=_read(job.stderr_path))

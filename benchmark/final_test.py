@@ -35,7 +35,7 @@ def final_test(run: Run) -> dict[str, Any]:
         run.display.job(key, f"{label} ({node.id})", show.FINAL_TEST)
         scratch = run.run_dir / "scratch" / key
         outcome = run_phase(run.prepared, run.store.files(node), "test", run.executor, scratch,
-                            run.budget.final_test_timeout_s())
+                            run.budget.final_test_timeout_s(), run.cfg.seed)
         run.display.job_done(key)
         results[label] = {"node": node.id, "primary": outcome.primary, "metrics": outcome.metrics,
                           "error": outcome.bug_reason, "seconds": outcome.seconds,

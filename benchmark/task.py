@@ -22,8 +22,8 @@ SCHEMA_VERSION = 1
 # Placeholders each kind of command may use. Agent-run phases never see {labels} or {metrics};
 # only the test phase sees {test_inputs}. This is how the manifest keeps hidden data hidden.
 PLACEHOLDERS = {
-    "val": {"python", "code", "data", "output", "phase"},
-    "test": {"python", "code", "data", "test_inputs", "output", "phase"},
+    "val": {"python", "code", "data", "output", "phase", "seed"},
+    "test": {"python", "code", "data", "test_inputs", "output", "phase", "seed"},
     "evaluator": {"python", "task_dir", "output", "labels", "metrics", "phase"},
     "prepare": {"python", "task_dir", "workspace"},
 }
@@ -36,6 +36,7 @@ class Metric:
     floor: float  # score of a trivial predictor on the hidden test set: normalized score 0
     target: float  # a strong, justified result: normalized score 1
     rationale: str  # why floor and target are what they are
+    best_possible: float | None = None  # the best score the metric allows (e.g. 0 error, AUROC 1)
 
     @property
     def higher_is_better(self) -> bool:
@@ -87,6 +88,24 @@ class Evaluation:
 
 
 @dataclass(frozen=True)
+class BaselineRecord:
+    """The baseline's measured scores, one per seed (the `{seed}` its phases ran with)."""
+
+    seeds: tuple[int, ...]
+    val: tuple[float, ...]
+    test: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Checks:
+    """What `setup.py --check` exercises beyond the baseline."""
+
+    # Folders (relative to the task dir) of editable-file overlays implementing trivial predictors
+    # (a constant, the majority class, ...): each must score no better than the floor.
+    trivial: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Data:
     public: str  # relative to workspace/<task>/: visible to val and test phases
     test_inputs: str  # visible only to the final test phase
@@ -130,6 +149,8 @@ class TaskSpec:
     resources: Resources = Resources()
     evaluation: Evaluation = Evaluation()
     knobs: Knobs | None = None
+    baseline: BaselineRecord | None = None
+    checks: Checks = Checks()
     task_dir: Path = field(default=Path("."), compare=False)
 
     def is_editable(self, relpath: str) -> bool:
@@ -224,11 +245,14 @@ def load_task(task_dir: Path) -> TaskSpec:
         raise reader.fail("name", "must be lower-case letters, digits, '_' or '-'")
 
     metric = _build(reader, Metric, raw["metric"], "metric",
-                    {"name": str, "direction": str, "floor": float, "target": float, "rationale": str})
+                    {"name": str, "direction": str, "floor": float, "target": float, "rationale": str,
+                     "best_possible": float})
     if metric.direction not in ("lower", "higher"):
         raise reader.fail("metric.direction", "must be 'lower' or 'higher'")
     if not metric.better(metric.target, metric.floor):
         raise reader.fail("metric.target", f"must be better than the floor for direction '{metric.direction}'")
+    if metric.best_possible is not None and metric.better(metric.target, metric.best_possible):
+        raise reader.fail("metric.best_possible", "cannot be worse than the target")
 
     budget = _build(reader, Budget, raw["budget"], "budget",
                     {"steps": int, "compute_hours": float, "step_timeout_s": float, "usd": float,
@@ -269,6 +293,21 @@ def load_task(task_dir: Path) -> TaskSpec:
         if PurePosixPath(out).is_absolute() or not parts or ".." in parts or any(c in out for c in "*?[{"):
             raise reader.fail("outputs", f"entry {out!r} must be a plain relative file path (no '..', no globs)")
 
+    baseline = None
+    if raw.get("baseline") is not None:
+        braw = reader.mapping(raw["baseline"], "baseline", BaselineRecord)
+        seeds = tuple(reader.typed(v, "baseline.seeds[]", int) for v in reader.typed(braw["seeds"], "baseline.seeds", list))
+        scores = {k: tuple(reader.typed(v, f"baseline.{k}[]", float) for v in reader.typed(braw[k], f"baseline.{k}", list))
+                  for k in ("val", "test")}
+        if not seeds or any(len(v) != len(seeds) for v in scores.values()):
+            raise reader.fail("baseline", "needs one val and one test score per seed")
+        baseline = BaselineRecord(seeds=seeds, **scores)
+    craw = reader.mapping(raw.get("checks", {}), "checks", Checks)
+    trivial = tuple(reader.typed(v, "checks.trivial[]", str) for v in reader.typed(craw.get("trivial", []), "checks.trivial", list))
+    for folder in trivial:
+        if not (Path(task_dir) / folder).is_dir():
+            raise reader.fail("checks.trivial", f"points at {folder}, which is not a folder")
+
     knobs = None
     if raw.get("knobs") is not None:
         kraw = reader.mapping(raw["knobs"], "knobs", required={"file", "space"})
@@ -297,7 +336,7 @@ def load_task(task_dir: Path) -> TaskSpec:
         evaluator=reader.argv(raw["evaluator"], "evaluator", "evaluator"), outputs=tuple(outputs),
         prepare=reader.argv(raw["prepare"], "prepare", "prepare"),
         data=data, requirements=tuple(requirements), resources=resources, evaluation=evaluation, knobs=knobs,
-        task_dir=Path(task_dir).resolve(),
+        baseline=baseline, checks=Checks(trivial=trivial), task_dir=Path(task_dir).resolve(),
     )
     if knobs is not None and not spec.is_editable(knobs.file):
         raise reader.fail("knobs.file", f"'{knobs.file}' must match one of the editable globs")

@@ -53,9 +53,10 @@ class StepRunner:
     """Runs nodes: the whole step of a search node, or just the experiment (the baseline)."""
 
     def __init__(self, prepared: PreparedTask, executor: Executor, blobs: BlobStore, budget: Budget,
-                 scratch_root: Path, display: Display):
+                 scratch_root: Path, display: Display, seed: int = 0):
         self.prepared, self.executor, self.blobs = prepared, executor, blobs
         self.budget, self.scratch_root, self.display = budget, scratch_root, display
+        self.seed = seed  # fills the phases' {seed}
 
     def step(self, agent: Agent, node: Node, action: Action, ctx: OpContext) -> StepResult:
         """Propose, run the experiment when the proposal changed something, then let the agent review it."""
@@ -126,7 +127,8 @@ class StepRunner:
         if parent_files:
             node.diff = self.blobs.put(unified_diff(parent_files, files))
         scratch = self.scratch_root / node.id
-        outcome = run_phase(self.prepared, files, "val", self.executor, scratch, self.budget.step_timeout_s)
+        outcome = run_phase(self.prepared, files, "val", self.executor, scratch, self.budget.step_timeout_s,
+                            self.seed)
         node.executed = True
         node.exit_code, node.timed_out, node.seconds = outcome.exit_code, outcome.timed_out, outcome.seconds
         node.stdout, node.stderr = self.blobs.put(outcome.stdout), self.blobs.put(outcome.stderr)

@@ -244,3 +244,46 @@ def test_bad_knobs(tmp_path: Path, mutate: Callable[[dict], None], key: str) -> 
 @pytest.mark.parametrize("field", ["description", "code"])
 def test_referenced_paths_must_exist(tmp_path: Path, field: str) -> None:
     expect_error(tmp_path, broken(lambda r: r.update({field: "nowhere"})), key=field)
+
+
+def test_optional_record_fields_load_and_are_checked(tmp_path):
+    """best_possible, the baseline's per-seed record and the trivial-predictor overlays."""
+    import shutil
+
+    import yaml
+
+    from benchmark.task import load_task
+
+    src = Path(__file__).parent / "fixtures" / "tasks" / "toy"
+    task = tmp_path / "toy"
+    shutil.copytree(src, task)
+    raw = yaml.safe_load((task / "task.yaml").read_text())
+    (task / "trivial" / "constant").mkdir(parents=True)
+    raw["metric"]["best_possible"] = raw["metric"]["target"]
+    raw["baseline"] = {"seeds": [0, 1], "val": [1.0, 2.0], "test": [1.5, 2.5]}
+    raw["checks"] = {"trivial": ["trivial/constant"]}
+    raw["phases"]["val"] = raw["phases"]["val"] + ["--seed", "{seed}"]
+    (task / "task.yaml").write_text(yaml.safe_dump(raw))
+    spec = load_task(task)
+    assert spec.metric.best_possible == raw["metric"]["target"]
+    assert spec.baseline.seeds == (0, 1) and spec.baseline.test == (1.5, 2.5)
+    assert spec.checks.trivial == ("trivial/constant",)
+
+    for bad, needle in ((dict(raw, baseline={"seeds": [0, 1], "val": [1.0], "test": [1.0, 2.0]}), "baseline"),
+                        (dict(raw, checks={"trivial": ["missing"]}), "checks.trivial"),
+                        (dict(raw, metric=dict(raw["metric"], best_possible=raw["metric"]["floor"])),
+                         "metric.best_possible")):
+        (task / "task.yaml").write_text(yaml.safe_dump(bad))
+        with pytest.raises(UserError, match=needle):
+            load_task(task)
+
+
+def test_seed_placeholder_carries_the_runs_seed(toy, tmp_path):
+    """A phase that asks for {seed} gets the run's seed, as a plain argument."""
+    from dataclasses import replace
+
+    from benchmark.experiment import phase_job
+
+    spec = replace(toy.spec, phases={**toy.spec.phases, "val": ("{python}", "driver.py", "--seed", "{seed}")})
+    job = phase_job(replace(toy, spec=spec), "val", tmp_path / "scratch" / "0001", 5.0, seed=7)
+    assert job.argv[-2:] == ("--seed", "7")
