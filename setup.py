@@ -3,8 +3,10 @@
 Not a setuptools script (packaging lives in pyproject.toml with hatchling, which ignores this file).
 
     python setup.py --list
-    python setup.py --task causality [--task ...] [--force] [--skip-requirements]
-    python setup.py --all
+    python setup.py --task causality [--task ...] [--force] [--skip-requirements] [--download]
+    python setup.py --all | --suite lite
+    python setup.py --check causality [...] | --check --all | --check --suite lite
+    python setup.py --new my_task [--from tabular] [--dest DIR]
 
 Tasks come from the plugin registry, so tasks that third-party plugins register are set up the same
 way. Re-running is a no-op for verified workspaces; a corrupted or stale one is redone. Errors the
@@ -43,40 +45,112 @@ def _list(tasks: dict[str, Path]) -> None:
         print(f"{name:<{width}}  version {spec.version:<8} {spec.domain:<20} {workspace_status(spec)}")
 
 
-def _setup(names: list[str], tasks: dict[str, Path], force: bool, skip_requirements: bool) -> None:
+def _setup(names: list[str], tasks: dict[str, Path], force: bool, skip_requirements: bool,
+           downloads: bool = False) -> None:
     from benchmark.task import load_task
     from benchmark.workspace import ensure_requirements, prepare
 
-    unknown = [n for n in names if n not in tasks]
-    if unknown:
-        known = ", ".join(tasks) or "none"
-        raise UserError(f"unknown task '{unknown[0]}'; known tasks: {known}")
+    _require_known(names, tasks)
     specs = [load_task(tasks[name]) for name in dict.fromkeys(names)]  # validate all before doing anything
     for spec in specs:
         if not skip_requirements:
             ensure_requirements(spec)
-        prepare(spec, force=force)
+        prepare(spec, force=force, downloads=downloads)
+
+
+def _require_known(names: list[str], tasks: dict[str, Path]) -> None:
+    from benchmark.builtin_plugin import TASKS_PATH_ENV
+
+    unknown = [n for n in names if n not in tasks]
+    if unknown:
+        known = ", ".join(tasks) or "none"
+        raise UserError(f"unknown task '{unknown[0]}'; known tasks: {known} (tasks come from ml_tasks/, the "
+                        f"folders in ${TASKS_PATH_ENV}, and task plugins)")
+
+
+def _check(names: list[str], tasks: dict[str, Path], skip_requirements: bool) -> int:
+    """Run every check on each task; print a table per task; 0 when all pass, else 1."""
+    from benchmark.task import load_task
+    from benchmark.task_check import check_task
+    from benchmark.workspace import ensure_requirements
+
+    _require_known(names, tasks)
+    failed: list[str] = []
+    for name in dict.fromkeys(names):
+        if not skip_requirements:
+            try:
+                ensure_requirements(load_task(tasks[name]))
+            except UserError:
+                pass  # an invalid manifest is reported by the manifest check itself
+        print(f"{name}: checking {tasks[name]}", flush=True)
+        report = check_task(tasks[name])
+        print(report.table(), flush=True)
+        if not report.ok:
+            failed.append(f"{report.task} ({', '.join(report.failed)})")
+    if failed:
+        print(f"check failed: {'; '.join(failed)}", file=sys.stderr)
+        return 1
+    print(f"all checks passed ({len(dict.fromkeys(names))} task(s))")
+    return 0
+
+
+def _new(name: str, template: str, dest: str | None) -> None:
+    from benchmark.task_template import create_task
+
+    folder = create_task(name, template=template, dest=Path(dest) if dest else None)
+    print(f"created {folder} from the '{template}' template; fill in the TODOs, then run "
+          f"`python setup.py --check {name}`" + ("" if dest is None else
+          f" (with RESEARCHBENCH_TASKS_PATH={folder.parent})"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python setup.py", description="Prepare researchbench task workspaces.")
-    what = parser.add_mutually_exclusive_group(required=True)
+    parser = argparse.ArgumentParser(prog="python setup.py", description="Prepare, check and create researchbench tasks.")
+    what = parser.add_mutually_exclusive_group()
     what.add_argument("--list", action="store_true", help="list tasks with version, domain and workspace state")
     what.add_argument("--task", action="append", metavar="NAME", help="task to set up (repeatable)")
-    what.add_argument("--all", action="store_true", help="set up every registered task")
+    what.add_argument("--all", action="store_true", help="set up (or with --check, check) every registered task")
+    what.add_argument("--suite", metavar="SUITE", help="set up (or with --check, check) the tasks of a suite "
+                                                       "(ml_tasks/suites.yaml), e.g. lite")
+    what.add_argument("--new", metavar="NAME", help="create a task folder from a template (ml_tasks/NAME, or --dest)")
+    parser.add_argument("--check", nargs="*", metavar="NAME", help="check tasks: manifest, prepare, the baseline "
+                        "in the sandbox, determinism, trivial predictors vs the floor, no labels in the val phase")
+    parser.add_argument("--from", dest="template", default="tabular", help="template for --new (default: tabular)")
+    parser.add_argument("--dest", metavar="DIR", help="with --new: create the task folder inside DIR")
     parser.add_argument("--force", action="store_true", help="redo the workspace even when it verifies")
     parser.add_argument("--skip-requirements", action="store_true", help="do not pip-install task requirements")
+    parser.add_argument("--download", action="store_true", help="also fetch the task's optional downloads")
     args = parser.parse_args(argv)
     try:
+        if args.check is not None:
+            if args.list or args.new or args.task:
+                raise UserError("--check takes task names itself (`--check causality`), or --all or --suite")
+            if bool(args.check) + bool(args.all) + bool(args.suite) != 1:
+                raise UserError("--check needs task names, --all, or --suite <name> (e.g. `--check causality`)")
+            tasks = _known_tasks()
+            names = args.check or (list(tasks) if args.all else _suite(args.suite))
+            return _check(names, tasks, args.skip_requirements)
+        if args.new:
+            _new(args.new, args.template, args.dest)
+            return 0
+        if not (args.list or args.task or args.all or args.suite):
+            raise UserError("say what to do: --list, --task NAME, --all, --suite NAME, --check NAME or --new NAME "
+                            "(see `python setup.py --help`)")
         tasks = _known_tasks()
         if args.list:
             _list(tasks)
         else:
-            _setup(list(tasks) if args.all else args.task, tasks, args.force, args.skip_requirements)
+            names = list(tasks) if args.all else (_suite(args.suite) if args.suite else args.task)
+            _setup(names, tasks, args.force, args.skip_requirements, args.download)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     return 0
+
+
+def _suite(name: str) -> list[str]:
+    from benchmark.suites import suite_tasks
+
+    return suite_tasks(name)
 
 
 if __name__ == "__main__":

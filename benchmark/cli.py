@@ -43,7 +43,8 @@ def _fix_for(exc: Exception, overrides: list[str], compose: Callable) -> str:
         group, name = exc.missing_cfg_file.split("/", 1)
         choices = ", ".join(_options(group))
         hint = {"agent": "install the agent's plugin package or pick one of these",
-                "task": "add ml_tasks/<name>/task.yaml, install a task plugin, or pick one of these"}.get(
+                "task": "add ml_tasks/<name>/task.yaml, put its folder on $RESEARCHBENCH_TASKS_PATH, "
+                        "install a task plugin, or pick one of these"}.get(
             group, "pick one of these")
         return f"unknown {group} '{name}' (available: {choices}); {hint}"
     if isinstance(exc, OverrideParseException):

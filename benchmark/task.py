@@ -106,6 +106,26 @@ class Checks:
 
 
 @dataclass(frozen=True)
+class Repo:
+    """An external baseline: a git repository at a pinned commit (FML-bench's model). The task's `code`
+    folder (its harness-owned driver, ...) is laid over the checkout; `editable` names files of the result."""
+
+    url: str  # anything `git clone` takes: https://..., file:///..., a local path
+    commit: str  # the full 40-hex commit id; the baseline is exactly this tree
+    subdir: str = ""  # the repository folder that becomes the code folder ("" = the whole repository)
+
+
+@dataclass(frozen=True)
+class Download:
+    """A file fetched at prepare time, checked against a pinned sha256 before anything uses it."""
+
+    url: str  # http(s):// or file://
+    sha256: str  # 64 hex digits
+    dest: str  # where prepare finds it, relative to workspace/<task>/ (outside baseline/)
+    optional: bool = False  # fetched only with `setup.py --download`; the offline data stays the default
+
+
+@dataclass(frozen=True)
 class Data:
     public: str  # relative to workspace/<task>/: visible to val and test phases
     test_inputs: str  # visible only to the final test phase
@@ -151,6 +171,8 @@ class TaskSpec:
     knobs: Knobs | None = None
     baseline: BaselineRecord | None = None
     checks: Checks = Checks()
+    repo: Repo | None = None
+    downloads: tuple[Download, ...] = ()
     task_dir: Path = field(default=Path("."), compare=False)
 
     def is_editable(self, relpath: str) -> bool:
@@ -166,6 +188,14 @@ class TaskSpec:
 
 def _placeholders(argv: tuple[str, ...]) -> set[str]:
     return {name for part in argv for _, name, _, _ in string.Formatter().parse(part) if name}
+
+
+def _plain_relative(path: str, allow_empty: bool = False) -> bool:
+    """A relative path without '..' that stays inside the folder it is relative to."""
+    if path in ("", "."):
+        return allow_empty
+    pure = PurePosixPath(path)
+    return not pure.is_absolute() and ".." not in pure.parts and "\\" not in path
 
 
 def render(argv: tuple[str, ...], **values: str) -> list[str]:
@@ -308,6 +338,27 @@ def load_task(task_dir: Path) -> TaskSpec:
         if not (Path(task_dir) / folder).is_dir():
             raise reader.fail("checks.trivial", f"points at {folder}, which is not a folder")
 
+    repo = None
+    if raw.get("repo") is not None:
+        repo = _build(reader, Repo, raw["repo"], "repo", {"url": str, "commit": str, "subdir": str})
+        if not re.fullmatch(r"[0-9a-f]{40}", repo.commit):
+            raise reader.fail("repo.commit", "must be a full 40-digit lower-case hex commit id (a pin, not a branch)")
+        if not _plain_relative(repo.subdir, allow_empty=True):
+            raise reader.fail("repo.subdir", f"must be a relative folder inside the repository, got {repo.subdir!r}")
+    downloads = []
+    for i, item in enumerate(reader.typed(raw.get("downloads", []), "downloads", list)):
+        key = f"downloads[{i}]"
+        download = _build(reader, Download, item, key, {"url": str, "sha256": str, "dest": str, "optional": bool})
+        if not re.match(r"(https?|file)://", download.url):
+            raise reader.fail(f"{key}.url", "must be an http://, https:// or file:// URL")
+        if not re.fullmatch(r"[0-9a-f]{64}", download.sha256):
+            raise reader.fail(f"{key}.sha256", "must be 64 lower-case hex digits (the file's sha256)")
+        if not _plain_relative(download.dest) or PurePosixPath(download.dest).parts[0] == "baseline":
+            raise reader.fail(f"{key}.dest", f"must be a relative file path outside baseline/, got {download.dest!r}")
+        downloads.append(download)
+    if len({d.dest for d in downloads}) != len(downloads):
+        raise reader.fail("downloads", "has two entries with the same dest")
+
     knobs = None
     if raw.get("knobs") is not None:
         kraw = reader.mapping(raw["knobs"], "knobs", required={"file", "space"})
@@ -336,7 +387,8 @@ def load_task(task_dir: Path) -> TaskSpec:
         evaluator=reader.argv(raw["evaluator"], "evaluator", "evaluator"), outputs=tuple(outputs),
         prepare=reader.argv(raw["prepare"], "prepare", "prepare"),
         data=data, requirements=tuple(requirements), resources=resources, evaluation=evaluation, knobs=knobs,
-        baseline=baseline, checks=Checks(trivial=trivial), task_dir=Path(task_dir).resolve(),
+        baseline=baseline, checks=Checks(trivial=trivial), repo=repo, downloads=tuple(downloads),
+        task_dir=Path(task_dir).resolve(),
     )
     if knobs is not None and not spec.is_editable(knobs.file):
         raise reader.fail("knobs.file", f"'{knobs.file}' must match one of the editable globs")

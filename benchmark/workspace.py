@@ -116,6 +116,10 @@ def _source_digest(spec: TaskSpec) -> str:
         path = Path(part)
         if path.is_absolute() and path.is_file() and spec.task_dir in path.resolve().parents:
             digest.update(f"prepare/{path.relative_to(spec.task_dir).as_posix()}\0{_sha256(path)}\n".encode())
+    if spec.repo is not None:
+        digest.update(f"repo\0{spec.repo.url}\0{spec.repo.commit}\0{spec.repo.subdir}\n".encode())
+    for d in spec.downloads:
+        digest.update(f"download\0{d.url}\0{d.sha256}\0{d.dest}\n".encode())
     return digest.hexdigest()
 
 
@@ -223,20 +227,37 @@ def _run_prepare_command(spec: TaskSpec, target: Path) -> None:
                         f"fix it and run `python setup.py --task {spec.name} --force`")
 
 
-def prepare(spec: TaskSpec, root: Path | None = None, force: bool = False, log: Log = print) -> PreparedTask:
+def _missing_optional(spec: TaskSpec, task_root: Path) -> bool:
+    """Whether optional downloads are declared but the (verified) workspace was prepared without them."""
+    wanted = {d.dest for d in spec.downloads}
+    try:
+        placed = set(json.loads((task_root / CHECKSUM_FILE).read_text()).get("downloads", []))
+    except (OSError, ValueError, AttributeError):
+        return True
+    return not wanted <= placed
+
+
+def prepare(spec: TaskSpec, root: Path | None = None, force: bool = False, log: Log = print,
+            downloads: bool = False) -> PreparedTask:
     """Prepare workspace/<task> (under `root`, default `workspace_root()`); a no-op when it verifies.
 
     Otherwise (absent, corrupted, stale, or force) the tree is rebuilt in a temporary sibling folder: the
-    prepare command writes the data, the baseline code is copied, the checksum manifest is written last,
-    and the folder replaces the old one with a rename.
+    task's downloads are fetched and verified (optional ones only when `downloads`), the prepare command
+    writes the data, the baseline code is copied (laid over a checkout of `repo` when the task has one),
+    the checksum manifest is written last, and the folder replaces the old one with a rename.
     """
+    from benchmark import fetch
+
     _check_layout(spec)
     task_root = _task_root(spec, root)
     where = _display(task_root)
+    cache = task_root.parent / fetch.CACHE_DIR
     if force:
         reason = "forced"
     else:
         problem = _problem(spec, task_root)
+        if problem is None and downloads and _missing_optional(spec, task_root):
+            problem = ("incomplete", "the optional downloads were not fetched")
         if problem is None:
             log(f"{spec.name}: already prepared at {where} (checksums verified)")
             return _prepared(spec, task_root)
@@ -250,6 +271,7 @@ def prepare(spec: TaskSpec, root: Path | None = None, force: bool = False, log: 
     staging = Path(tempfile.mkdtemp(prefix=f".{spec.name}.preparing-", dir=parent))
     try:
         os.chmod(staging, 0o755)  # mkdtemp makes it 0700; a sandbox user must read public data and code
+        placed = fetch.place_downloads(spec, cache, staging, optional=downloads)
         _run_prepare_command(spec, staging)
         for key in ("public", "test_inputs", "labels"):
             folder = staging / getattr(spec.data, key)
@@ -257,11 +279,13 @@ def prepare(spec: TaskSpec, root: Path | None = None, force: bool = False, log: 
                 raise UserError(f"{spec.name}: the prepare command wrote nothing into data.{key} "
                                 f"({getattr(spec.data, key)}/); fix {spec.task_dir / 'task.yaml'} or the prepare script")
         secure_labels(staging / spec.data.labels)  # defense in depth: job users cannot read them
-        shutil.copytree(spec.code_dir, staging / BASELINE,
+        if spec.repo is not None:
+            fetch.checkout(spec, cache, staging / BASELINE)
+        shutil.copytree(spec.code_dir, staging / BASELINE, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns(*_SKIP_DIRS, *(f"*{s}" for s in _SKIP_SUFFIXES)))
         files = _hash_tree(staging)
         manifest = {"format": MANIFEST_FORMAT, "task": spec.name, "version": spec.version,
-                    "source": _source_digest(spec), "files": files}
+                    "source": _source_digest(spec), "files": files, "downloads": placed}
         tmp = staging / f"{CHECKSUM_FILE}.tmp"
         tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         os.replace(tmp, staging / CHECKSUM_FILE)
