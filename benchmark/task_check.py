@@ -31,7 +31,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Collection, Iterator
 
 from benchmark.errors import UserError
 from benchmark.executors.base import Executor
@@ -96,8 +96,8 @@ class _Skipped(Exception):
 class _Checker:
     """Runs the checks of one task in order, recording a row for each."""
 
-    def __init__(self, task_dir: Path, executor: Executor, root: Path | None, log: Log):
-        self.task_dir, self.executor, self.root, self.log = task_dir, executor, root, log
+    def __init__(self, task_dir: Path, executor: Executor, root: Path | None, log: Log, skip: Collection[str] = ()):
+        self.task_dir, self.executor, self.root, self.log, self.skip = task_dir, executor, root, log, set(skip)
         self.report = TaskCheckReport(task=task_dir.name)
         self.spec: TaskSpec | None = None
         self.prepared: PreparedTask | None = None
@@ -111,7 +111,9 @@ class _Checker:
         missing = [n for n in needs if getattr(self, n) is None]
         try:
             if missing:
-                raise _Skipped(f"not run: needs {' and '.join(missing)}, which failed")
+                raise _Skipped(f"not run: needs {' and '.join(missing)}, which failed or was skipped")
+            if name in self.skip or name.split(":")[0] in self.skip:
+                raise _Skipped("not selected")
             status, detail = PASS, check()
         except _Failed as exc:
             status, detail = FAIL, str(exc)
@@ -371,13 +373,16 @@ def default_executor(spec_dir: Path | None = None) -> Executor:
 
 
 def check_task(task_dir: Path, executor: Executor | None = None, root: Path | None = None,
-               log: Log = lambda _: None) -> TaskCheckReport:
-    """Run every check on the task folder; the workspace goes under `root` (default: the workspace root)."""
+               log: Log = lambda _: None, skip: Collection[str] = ()) -> TaskCheckReport:
+    """Run every check on the task folder; the workspace goes under `root` (default: the workspace root).
+
+    `skip` names checks to leave out (tests exercising one check use it); a check that needs the result of
+    a skipped one is skipped too."""
     task_dir = Path(task_dir).resolve()
     own = executor is None
     executor = executor if executor is not None else default_executor(task_dir)
     try:
-        return _Checker(task_dir, executor, root, log).run()
+        return _Checker(task_dir, executor, root, log, skip).run()
     finally:
         if own:
             executor.shutdown()

@@ -1,0 +1,182 @@
+"""`python setup.py --check`: a good task passes every check; each way a task can be broken fails the
+check named for it. The task is `tests/fixtures/check_tasks/line` (standard library only, fast),
+copied into a temp dir and broken one thing at a time."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmark.task_check import FAIL, PASS, SKIP, check_task
+from tests.conftest import FIXTURES, run_cli
+
+LINE = FIXTURES / "check_tasks" / "line"
+# Checks the negative tests do not need: they are the slow or unrelated ones.
+ONLY_PHASES = ("label-probe", "prepare-deterministic")
+
+
+def copy_task(tmp_path: Path, name: str = "line") -> Path:
+    dest = tmp_path / "tasks" / name
+    shutil.copytree(LINE, dest)
+    return dest
+
+
+def edit_manifest(task: Path, **changes) -> None:
+    raw = yaml.safe_load((task / "task.yaml").read_text())
+    for dotted, value in changes.items():
+        node = raw
+        *parents, leaf = dotted.split("__")
+        for key in parents:
+            node = node[key]
+        node[leaf] = value
+    (task / "task.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+
+
+def statuses(report) -> dict[str, str]:
+    return {row.name: row.status for row in report.rows}
+
+
+def test_good_task_passes_every_check_through_the_cli(tmp_path: Path) -> None:
+    task = copy_task(tmp_path)
+    result = run_cli("--check", "line", "--skip-requirements", script="setup.py",
+                     env={"RESEARCHBENCH_TASKS_PATH": str(task), "RESEARCHBENCH_WORKSPACE": str(tmp_path / "ws")})
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines()
+            if line.startswith("  ") and len(line.split()) > 1}
+    expected = {"manifest", "description", "prepare", "prepare-deterministic", "isolation", "label-probe",
+                "baseline-val", "determinism", "baseline-test", "baseline-record", "trivial:checks/mean"}
+    assert set(rows) == expected and set(rows.values()) == {PASS}, result.stdout
+    assert "line: 11 passed, 0 failed, 0 skipped" in result.stdout and "all checks passed" in result.stdout
+    assert "walked" in result.stdout  # the probe really walked the sandbox
+    assert (tmp_path / "ws" / "line" / ".checksums.json").is_file()  # --check also prepares
+
+
+def test_trivial_predictor_beating_the_floor_fails(tmp_path: Path) -> None:
+    task = copy_task(tmp_path)
+    edit_manifest(task, metric__floor=40.0)  # the training mean scores 32 on val: it beats 40
+    report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES)
+    assert statuses(report)["trivial:checks/mean"] == FAIL and report.failed == ["trivial:checks/mean"]
+    row = next(r for r in report.rows if r.name == "trivial:checks/mean")
+    assert "beats the floor 40 on val" in row.detail and "32" in row.detail
+
+
+def test_trivial_overlay_must_hold_only_editable_files(tmp_path: Path) -> None:
+    task = copy_task(tmp_path)
+    (task / "checks" / "mean" / "driver.py").write_text("print('replaced driver')\n")
+    report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("determinism",))
+    row = next(r for r in report.rows if r.name == "trivial:checks/mean")
+    assert row.status == FAIL and "driver.py is not an editable file" in row.detail
+
+
+def test_a_task_without_trivial_overlays_fails(tmp_path: Path) -> None:
+    task = copy_task(tmp_path)
+    edit_manifest(task, checks={"trivial": []})
+    report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("determinism",))
+    assert report.failed == ["trivial"]
+
+
+def test_label_copied_into_public_data_fails_the_probe(tmp_path: Path) -> None:
+    """A prepare that leaves a copy of the val labels (under another name) in the public data."""
+    task = copy_task(tmp_path)
+    with open(task / "prepare.py", "a") as fh:
+        fh.write('(root / "data/notes.json").write_bytes((root / "labels/val_y.json").read_bytes())\n')
+    report = check_task(task, root=tmp_path / "ws", skip=("prepare-deterministic", "determinism", "trivial"))
+    assert report.failed == ["label-probe"], report.table()
+    row = next(r for r in report.rows if r.name == "label-probe")
+    assert "data/notes.json has the bytes of the hidden file labels/val_y.json" in row.detail
+
+
+def test_test_inputs_in_the_baseline_code_fail_the_probe(tmp_path: Path) -> None:
+    """The code folder is visible to the val phase: a test-input file shipped in it is a leak."""
+    task = copy_task(tmp_path)
+    (task / "baseline" / "cache.json").write_text("[1.5, 3.5, 5.5, 7.5, 10.5]")  # the bytes prepare writes
+    report = check_task(task, root=tmp_path / "ws", skip=("prepare-deterministic", "determinism", "trivial"))
+    row = next(r for r in report.rows if r.name == "label-probe")
+    assert row.status == FAIL and "cache.json has the bytes of the hidden file test_inputs/test_x.json" in row.detail
+
+
+def test_non_deterministic_baseline_fails(tmp_path: Path) -> None:
+    task = copy_task(tmp_path)
+    model = task / "baseline" / "model.py"
+    model.write_text(model.read_text().replace(
+        "    return [my + slope * (x - mx) for x in xs]",
+        "    import random\n    noise = random.SystemRandom().random() * 0.1 + 0.01  # not seeded: differs every run\n"
+        "    return [my + slope * (x - mx) + noise for x in xs]"))
+    report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("trivial",))
+    st = statuses(report)
+    assert st["determinism"] == FAIL and st["baseline-val"] == PASS
+    row = next(r for r in report.rows if r.name == "determinism")
+    assert "two val runs with seed 0 differ in mse" in row.detail
+    assert st["baseline-record"] == FAIL  # the record says 0.0, the noisy baseline does not reproduce it
+
+
+def test_stale_baseline_record_fails_and_missing_record_is_skipped(tmp_path: Path) -> None:
+    task = copy_task(tmp_path)
+    edit_manifest(task, baseline={"seeds": [5], "val": [0.0], "test": [1.5]})
+    report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("determinism", "trivial"))
+    row = next(r for r in report.rows if r.name == "baseline-record")
+    assert row.status == FAIL and "seed 5 does not reproduce" in row.detail and "test 0 vs recorded 1.5" in row.detail
+    assert "seed 5" in next(r for r in report.rows if r.name == "baseline-val").detail  # runs with the record's seed
+
+    edit_manifest(task, baseline=None)
+    report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("determinism", "trivial"))
+    row = next(r for r in report.rows if r.name == "baseline-record")
+    assert row.status == SKIP and "no baseline record" in row.detail and report.ok
+
+
+def test_failing_baseline_and_bad_manifest_name_the_check(tmp_path: Path) -> None:
+    task = copy_task(tmp_path)
+    (task / "baseline" / "model.py").write_text("def fit_predict(train, xs, seed):\n    raise SystemExit(3)\n")
+    report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES)
+    st = statuses(report)
+    assert st["baseline-val"] == FAIL and st["baseline-test"] == FAIL and st["determinism"] == SKIP
+    assert "exit code 3" in next(r for r in report.rows if r.name == "baseline-val").detail
+
+    edit_manifest(task, metric__direction="sideways")
+    report = check_task(task, root=tmp_path / "ws")
+    assert report.failed == ["manifest"] and all(r.status == SKIP for r in report.rows[1:])
+
+
+def test_description_must_name_the_metric(tmp_path: Path) -> None:
+    task = copy_task(tmp_path)
+    (task / "description.md").write_text("Predict y for each x.\n")
+    report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("determinism", "trivial"))
+    assert report.failed == ["description"]
+
+
+def test_cli_exit_codes_and_failing_checks_named(tmp_path: Path) -> None:
+    task = copy_task(tmp_path)
+    edit_manifest(task, metric__floor=40.0)
+    env = {"RESEARCHBENCH_TASKS_PATH": str(task.parent), "RESEARCHBENCH_WORKSPACE": str(tmp_path / "ws")}
+    result = run_cli("--check", "line", "--skip-requirements", script="setup.py", env=env)
+    assert result.returncode == 1
+    assert result.stderr.strip() == "check failed: line (trivial:checks/mean)"
+
+    unknown = run_cli("--check", "nope", script="setup.py", env=env)
+    assert unknown.returncode == 2 and "unknown task 'nope'" in unknown.stderr and "Traceback" not in unknown.stderr
+    nothing = run_cli("--check", script="setup.py", env=env)
+    assert nothing.returncode == 2 and nothing.stderr.startswith("error: --check needs task names")
+
+
+def test_probe_reports_a_visible_label_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bypass the harness's own exposure check: bind the labels into the val phase and let the probe see them."""
+    from benchmark import experiment
+    from benchmark.executors.local import LocalExecutor
+    from benchmark.task import load_task
+    from benchmark.task_check import probe_val_phase
+    from benchmark.workspace import prepare
+
+    prepared = prepare(load_task(copy_task(tmp_path)), root=tmp_path / "ws", log=lambda _: None)
+    real_phase_job = experiment.phase_job
+
+    def leaky_phase_job(prepared_, phase, scratch, timeout_s, owned=(), seed=0):
+        job = real_phase_job(prepared_, phase, scratch, timeout_s, owned, seed)
+        return type(job)(**{**job.__dict__, "readonly": (*job.readonly, prepared_.labels_dir), "hidden": ()})
+
+    monkeypatch.setattr("benchmark.task_check.phase_job", leaky_phase_job)
+    with LocalExecutor() as executor:
+        report = probe_val_phase(prepared, executor, tmp_path / "scratch")
+    assert f"{prepared.labels_dir} is visible" in report["findings"]
