@@ -78,24 +78,18 @@ def test_a_task_without_trivial_overlays_fails(tmp_path: Path) -> None:
     assert report.failed == ["trivial"]
 
 
-def test_label_copied_into_public_data_fails_the_probe(tmp_path: Path) -> None:
-    """A prepare that leaves a copy of the val labels (under another name) in the public data."""
+def test_copies_of_hidden_files_fail_the_probe(tmp_path: Path) -> None:
+    """A prepare that leaves a copy of the val labels (under another name) in the public data, and a
+    test-input file shipped in the baseline code folder (the val phase sees its code folder)."""
     task = copy_task(tmp_path)
     with open(task / "prepare.py", "a") as fh:
         fh.write('(root / "data/notes.json").write_bytes((root / "labels/val_y.json").read_bytes())\n')
+    (task / "baseline" / "cache.json").write_text("[1.5, 3.5, 5.5, 7.5, 10.5]")  # the bytes prepare writes
     report = check_task(task, root=tmp_path / "ws", skip=("prepare-deterministic", "determinism", "trivial"))
     assert report.failed == ["label-probe"], report.table()
     row = next(r for r in report.rows if r.name == "label-probe")
     assert "data/notes.json has the bytes of the hidden file labels/val_y.json" in row.detail
-
-
-def test_test_inputs_in_the_baseline_code_fail_the_probe(tmp_path: Path) -> None:
-    """The code folder is visible to the val phase: a test-input file shipped in it is a leak."""
-    task = copy_task(tmp_path)
-    (task / "baseline" / "cache.json").write_text("[1.5, 3.5, 5.5, 7.5, 10.5]")  # the bytes prepare writes
-    report = check_task(task, root=tmp_path / "ws", skip=("prepare-deterministic", "determinism", "trivial"))
-    row = next(r for r in report.rows if r.name == "label-probe")
-    assert row.status == FAIL and "cache.json has the bytes of the hidden file test_inputs/test_x.json" in row.detail
+    assert "code/cache.json has the bytes of the hidden file test_inputs/test_x.json" in row.detail
 
 
 def test_non_deterministic_baseline_fails(tmp_path: Path) -> None:
