@@ -597,3 +597,9 @@ def test_root_harness_runs_jobs_as_the_configured_uid(tmp_path: Path) -> None:
     assert result.ok, err
     assert out.split()[:2] == ["4242", "4343"] and "65533" in out
     assert (job.workdir / "w.txt").stat().st_uid == 4242
+
+
+def test_openmp_threads_wait_passively(tmp_path: Path) -> None:
+    """Spinning OpenMP waiters multiply CPU and wall time when jobs share oversubscribed cores."""
+    job = Job(argv=("true",), workdir=tmp_path, stdout_path=tmp_path / "o", stderr_path=tmp_path / "e", timeout_s=1)
+    assert sandbox_mod.job_env(job, [], "id")["OMP_WAIT_POLICY"] == "PASSIVE"
