@@ -96,8 +96,10 @@ class _Skipped(Exception):
 class _Checker:
     """Runs the checks of one task in order, recording a row for each."""
 
-    def __init__(self, task_dir: Path, executor: Executor, root: Path | None, log: Log, skip: Collection[str] = ()):
+    def __init__(self, task_dir: Path, executor: Executor, root: Path | None, log: Log, skip: Collection[str] = (),
+                 val_seconds_limit: float | None = VAL_SECONDS_LIMIT):
         self.task_dir, self.executor, self.root, self.log, self.skip = task_dir, executor, root, log, set(skip)
+        self.val_seconds_limit = val_seconds_limit
         self.report = TaskCheckReport(task=task_dir.name)
         self.spec: TaskSpec | None = None
         self.prepared: PreparedTask | None = None
@@ -201,10 +203,11 @@ class _Checker:
 
     def baseline_val(self) -> str:
         outcome = self._phase({}, "val", "baseline-val")
-        if outcome.seconds > VAL_SECONDS_LIMIT:
-            self.val = outcome
-            raise _Failed(f"took {outcome.seconds:.1f}s, over the {VAL_SECONDS_LIMIT:g}s a baseline val phase may take")
         self.val = outcome
+        limit = self.val_seconds_limit
+        if limit is not None and outcome.seconds > limit:
+            raise _Failed(f"took {outcome.seconds:.1f}s, over the {limit:g}s a baseline val phase may take "
+                          "(on 2 CPU cores)")
         return f"{self._score(outcome)}, seed {_seed(self.spec)}"
 
     def determinism(self) -> str:
@@ -373,16 +376,18 @@ def default_executor(spec_dir: Path | None = None) -> Executor:
 
 
 def check_task(task_dir: Path, executor: Executor | None = None, root: Path | None = None,
-               log: Log = lambda _: None, skip: Collection[str] = ()) -> TaskCheckReport:
+               log: Log = lambda _: None, skip: Collection[str] = (),
+               val_seconds_limit: float | None = VAL_SECONDS_LIMIT) -> TaskCheckReport:
     """Run every check on the task folder; the workspace goes under `root` (default: the workspace root).
 
     `skip` names checks to leave out (tests exercising one check use it); a check that needs the result of
-    a skipped one is skipped too."""
+    a skipped one is skipped too. `val_seconds_limit=None` reports the val phase's time without judging it
+    (the test suite does: tests assert behaviour, and a shared machine's wall clock is not the task's)."""
     task_dir = Path(task_dir).resolve()
     own = executor is None
     executor = executor if executor is not None else default_executor(task_dir)
     try:
-        return _Checker(task_dir, executor, root, log, skip).run()
+        return _Checker(task_dir, executor, root, log, skip, val_seconds_limit).run()
     finally:
         if own:
             executor.shutdown()

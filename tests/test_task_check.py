@@ -174,3 +174,11 @@ def test_probe_reports_a_visible_label_path(tmp_path: Path, monkeypatch: pytest.
     with LocalExecutor() as executor:
         report = probe_val_phase(prepared, executor, tmp_path / "scratch")
     assert f"{prepared.labels_dir} is visible" in report["findings"]
+
+
+def test_slow_baseline_val_fails(tmp_path: Path) -> None:
+    task = copy_task(tmp_path)
+    report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("determinism", "trivial", "baseline-test"),
+                        val_seconds_limit=0.0)
+    row = next(r for r in report.rows if r.name == "baseline-val")
+    assert row.status == FAIL and "over the 0s a baseline val phase may take" in row.detail
