@@ -93,6 +93,9 @@ class _Skipped(Exception):
     """A check that does not apply (or cannot run because an earlier one failed)."""
 
 
+_PRODUCED_BY = {"spec": "manifest", "prepared": "prepare", "val": "baseline-val", "test": "baseline-test"}
+
+
 class _Checker:
     """Runs the checks of one task in order, recording a row for each."""
 
@@ -113,7 +116,8 @@ class _Checker:
         missing = [n for n in needs if getattr(self, n) is None]
         try:
             if missing:
-                raise _Skipped(f"not run: needs {' and '.join(missing)}, which failed or was skipped")
+                names = " and ".join(_PRODUCED_BY[n] for n in missing)
+                raise _Skipped(f"not run: needs {names}, which failed or was skipped")
             if name in self.skip or name.split(":")[0] in self.skip:
                 raise _Skipped("not selected")
             status, detail = PASS, check()
@@ -360,6 +364,16 @@ def probe_val_phase(prepared: PreparedTask, executor: Executor, scratch: Path, s
         discard_tree(scratch)
 
 
+def visible_gpu_ids() -> list[int]:
+    """GPU ids from CUDA_VISIBLE_DEVICES when set, else one per NVIDIA device node of this host."""
+    from benchmark.executors.sandbox import nvidia_device_nodes
+
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [int(v) for v in env.split(",") if v.strip().isdigit()]
+    return list(range(sum(1 for n in nvidia_device_nodes() if n.name[len("nvidia"):].isdigit())))
+
+
 def default_executor(spec_dir: Path | None = None) -> Executor:
     """The local sandbox executor runs use, with GPU slots when the task asks for GPUs and some are visible."""
     from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
@@ -370,8 +384,8 @@ def default_executor(spec_dir: Path | None = None) -> Executor:
             wanted = load_task(spec_dir).resources.gpus
         except UserError:
             wanted = 0
-        visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip().isdigit()]
-        gpus = [int(v) for v in visible][:wanted] if wanted else []
+        if wanted:
+            gpus = visible_gpu_ids()[:wanted]
     return LocalExecutor(LocalExecutorConfig(gpus=gpus))
 
 

@@ -17,7 +17,7 @@ import yaml
 from benchmark import workspace as ws
 from benchmark.errors import UserError
 from benchmark.task import load_task
-from benchmark.task_check import FAIL, PASS, check_task
+from benchmark.task_check import PASS, check_task
 from tests.conftest import FIXTURES, run_cli
 
 LINE = FIXTURES / "check_tasks" / "line"
