@@ -45,3 +45,53 @@ def test_existing_folder_registered_name_and_unknown_template_are_refused(tmp_pa
     with pytest.raises(UserError, match=f"unknown template 'image'; available: {', '.join(templates())}"):
         create_task("fresh", template="image", dest=tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]  # nothing half-made
+
+
+def _template_module(rel: str):
+    import importlib.util
+
+    from benchmark.task_template import TEMPLATES_DIR
+
+    spec = importlib.util.spec_from_file_location(f"tabular_{Path(rel).stem}", TEMPLATES_DIR / "tabular" / rel)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("rows, reason", [
+    ("id,label\n1,0\n1,0\n2,1\n", "duplicated ids"),
+    ("id,label\n1,0\n", "expected ids are missing"),
+    ("id,label\n1,0\n2,1\n3,1\n", "unexpected ids"),
+    ("id,label\n1,0\n2,7\n", "labels outside [0, 1]"),
+    ("id,label\n1,0\n2,0.5\n", "column label must hold integers"),
+    ("id,label\n1,0\n2,nan\n", "column label must hold integers"),
+    ("id,score\n1,0\n2,1\n", "lacks columns ['label']"),
+    (None, "was not written"),
+], ids=["duplicate", "missing", "extra", "unknown-label", "fraction", "nan", "no-label-column", "no-file"])
+def test_template_evaluator_rejects_hostile_predictions(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                       rows: str | None, reason: str) -> None:
+    evaluate = _template_module("evaluate.py")
+    (tmp_path / "labels").mkdir()
+    (tmp_path / "labels" / "val_labels.csv").write_text("id,label\n1,0\n2,1\n")
+    (tmp_path / "preds").mkdir()
+    if rows is not None:
+        (tmp_path / "preds" / "predictions.csv").write_text(rows)
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text('{"metrics": {"accuracy": 1.0}}')  # a stale file must not survive
+    argv = ["--phase", "val", "--predictions-dir", str(tmp_path / "preds"), "--labels", str(tmp_path / "labels"),
+            "--metrics", str(metrics)]
+    assert evaluate.main(argv) == 1 and not metrics.exists()
+    err = capsys.readouterr().err
+    assert reason in err and len(err.strip().splitlines()) == 1, err
+    (tmp_path / "preds" / "predictions.csv").write_text("id,label\n2,1\n1,1\n")
+    assert evaluate.main(argv) == 0
+    assert '"accuracy": 0.5' in metrics.read_text() and '"balanced_accuracy": 0.5' in metrics.read_text()
+
+
+def test_template_driver_rejects_bad_model_output() -> None:
+    driver = _template_module("baseline/driver.py")
+    assert list(driver.check_predictions([0, 1, 1], 3)) == [0, 1, 1]
+    for raw, reason in (([0, 1], "expected 3"), ([0, 0.5, 1], "integer class labels"),
+                        ([0, float("nan"), 1], "integer class labels"), ("abc", "must return numbers")):
+        with pytest.raises(driver.DriverError, match=reason):
+            driver.check_predictions(raw, 3)
