@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", action="append", help="only these tasks (repeat or comma-separate)")
     parser.add_argument("--suite", help="only the tasks of this suite (ml_tasks/suites.yaml), e.g. lite")
     parser.add_argument("--budget", help="only runs with this budget (a label such as 50exp/$10/24h, or a count)")
+    parser.add_argument("--include-unfinished", action="store_true",
+                        help="also score runs still running or interrupted (no hidden-test score yet)")
     parser.add_argument("--group-by", default="agent,task,budget,config",
                         help="group keys for the seeds table (default agent,task,budget,config)")
     parser.add_argument("--compare", nargs=2, metavar=("AGENT_A", "AGENT_B"),
@@ -40,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     out = args.out or Path("metric_reports") / args.results.resolve().name
     options = Options(results=args.results, out=out, agents=_names(args.agent), tasks=_names(args.task),
-                      suite=args.suite, budget=args.budget, group_by=_names([args.group_by]),
+                      suite=args.suite, budget=args.budget, unfinished=args.include_unfinished, group_by=_names([args.group_by]),
                       compare=tuple(args.compare) if args.compare else None, embeddings=not args.no_embeddings,
                       embedding_model=args.embedding_model, embedding_cache=args.embedding_cache, device=args.device,
                       plots=not args.no_plots, html=not args.no_html)

@@ -215,3 +215,17 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.strip().splitlines()[-1].startswith("error: ") and expected in proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+def test_unfinished_runs_are_skipped_with_a_note_unless_asked(tmp_path: Path) -> None:
+    import json
+
+    run_dir = write_run(tmp_path, "a", "t", 0, golden_steps(), baseline_test=12.0, best_test=5.0)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "status": "interrupted"}))
+    said: list[str] = []
+    with pytest.raises(UserError, match="no readable runs"):
+        load_runs(tmp_path, warn=said.append)
+    assert said == [f"note: skipped {run_dir}: status 'interrupted', not finished "
+                    f"(resume it, or pass --include-unfinished)"]
+    assert len(load_runs(tmp_path, warn=said.append, unfinished=True)) == 1

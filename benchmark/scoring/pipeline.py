@@ -27,6 +27,7 @@ class Options:
     tasks: list[str] = field(default_factory=list)
     suite: str | None = None
     budget: str | None = None  # a budget label (e.g. 50exp/$10/24h) or an experiment count
+    unfinished: bool = False  # score runs that are still running or were interrupted
     group_by: list[str] = field(default_factory=lambda: list(tables.GROUP_KEYS))
     compare: tuple[str, str] | None = None
     embeddings: bool = True
@@ -59,7 +60,8 @@ def select(options: Options, warn: Callable[[str], None]) -> list[RunRecord]:
 
         suite = suite_tasks(options.suite)
         tasks = [t for t in suite if t in tasks] if tasks else suite
-    runs = load_runs(options.results, warn, agents=options.agents or None, tasks=tasks or None)
+    runs = load_runs(options.results, warn, agents=options.agents or None, tasks=tasks or None,
+                     unfinished=options.unfinished)
     if options.budget:
         wanted = options.budget
         runs = [r for r in runs if r.budget_label == wanted or str(r.budget_steps) == wanted]

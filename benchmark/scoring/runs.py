@@ -213,8 +213,9 @@ def load_run(run_dir: Path) -> RunRecord:
 
 
 def load_runs(root: Path, warn: Callable[[str], None], agents: list[str] | None = None,
-              tasks: list[str] | None = None) -> list[RunRecord]:
-    """Every readable run under root that passes the filters; unreadable ones are reported and skipped."""
+              tasks: list[str] | None = None, unfinished: bool = False) -> list[RunRecord]:
+    """Every readable run under root that passes the filters; unreadable ones are reported and skipped, and
+    so are runs that have not finished (no hidden-test score yet) unless `unfinished`."""
     records = []
     for run_dir in find_runs(root):
         try:
@@ -223,6 +224,10 @@ def load_runs(root: Path, warn: Callable[[str], None], agents: list[str] | None 
             warn(f"warning: skipped {run_dir}: {exc}")
             continue
         if agents and record.agent not in agents or tasks and record.task not in tasks:
+            continue
+        if record.summary.get("status") != "finished" and not unfinished:
+            warn(f"note: skipped {run_dir}: status '{record.summary.get('status')}', not finished "
+                 f"(resume it, or pass --include-unfinished)")
             continue
         for note in record.warnings:
             warn(f"note: {run_dir}: {note}")
