@@ -229,3 +229,13 @@ def test_unfinished_runs_are_skipped_with_a_note_unless_asked(tmp_path: Path) ->
     assert said == [f"note: skipped {run_dir}: status 'interrupted', not finished "
                     f"(resume it, or pass --include-unfinished)"]
     assert len(load_runs(tmp_path, warn=said.append, unfinished=True)) == 1
+
+
+def test_run_page_tree_survives_a_deep_debug_chain(tmp_path: Path) -> None:
+    from benchmark.scoring.report import run_html
+
+    steps = [Step("0000", "baseline", "ok", 10.0)]
+    steps += [Step(f"{i:04d}", "debug", "buggy", None, [f"{i - 1:04d}"]) for i in range(1, 1500)]
+    page = run_html(load_run(write_run(tmp_path, "a", "t", 0, steps, budget_steps=2000)))
+    assert page.count("<ul class='tree'>") == 1500 and page.count("</ul></li>") == 1499
+    assert "href='#node-1499'" in page

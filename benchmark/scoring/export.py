@@ -15,7 +15,7 @@ BEST_DIR = "best_solution"
 REPORT = "report.html"
 
 
-def _safe_relpath(rel: str) -> PurePosixPath | None:
+def safe_relpath(rel: str) -> PurePosixPath | None:
     """A journal relpath that stays inside the export dir (recorded paths are untrusted input)."""
     path = PurePosixPath(rel)
     if not rel or path.is_absolute() or any(part in ("..", "") for part in path.parts) or "\0" in rel:
@@ -32,7 +32,7 @@ def export_best_solution(run: RunRecord) -> Path | None:
     if best is None:
         return None
     for rel, digest in sorted(best.files.items()):
-        safe = _safe_relpath(rel)
+        safe = safe_relpath(rel)
         if safe is None:
             continue
         out = tmp.joinpath(*safe.parts)

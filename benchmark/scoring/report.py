@@ -86,7 +86,8 @@ def comparison_html(title: str, notes: list[str], sections: list[tuple[str, str,
 # ----------------------------------------------------------------------------- run page
 def _curve_svg(run: RunRecord) -> str:
     """Best validation score so far after each experiment, as an inline SVG (no plotting library)."""
-    best, points = run.score("baseline", "val"), []
+    best = run.score("baseline", "val")
+    points = [best]  # the baseline, then after each experiment
     for node in run.experiments:
         if is_ok(node) and (best is None or run.metric.better(node.primary, best)):
             best = node.primary
@@ -114,17 +115,26 @@ def _tree(run: RunRecord) -> str:
         (children.setdefault(parent, []) if parent else roots).append(node)
     best = run.best.id if run.best else None
 
-    def item(node: Node, depth: int) -> str:
+    out: list[str] = ["<ul class='tree'>"]
+    stack: list[tuple[Node | None, bool]] = [(r, True) for r in reversed(roots)]
+    while stack:  # iterative: a debug chain thousands of nodes deep must not hit the recursion limit
+        node, entering = stack.pop()
+        if not entering:
+            out.append("</ul></li>")
+            continue
         score = f" {esc(run.metric.name)}={_fmt(node.primary)}" if node.primary is not None else ""
         cls = "best" if node.id == best else ""
+        out.append(f"<li><span class='{cls}'><a href='#node-{esc(node.id)}'>{esc(node.id)}</a> {esc(node.operator)} "
+                   f"<span class='{esc(node.status)}'>{esc(node.status)}</span>{score}{' ← best' if cls else ''}</span>")
         kids = children.get(node.id, [])
-        sub = "" if not kids or depth > 200 else \
-            "<ul class='tree'>" + "".join(item(k, depth + 1) for k in kids) + "</ul>"
-        return (f"<li class='{cls}'><a href='#node-{esc(node.id)}'>{esc(node.id)}</a> {esc(node.operator)} "
-                f"<span class='{esc(node.status)}'>{esc(node.status)}</span>{score}"
-                f"{' ← best' if cls else ''}{sub}</li>")
-
-    return "<ul class='tree'>" + "".join(item(r, 0) for r in roots) + "</ul>"
+        if kids:
+            out.append("<ul class='tree'>")
+            stack.append((node, False))
+            stack.extend((k, True) for k in reversed(kids))
+        else:
+            out.append("</li>")
+    out.append("</ul>")
+    return "".join(out)
 
 
 def _messages(run: RunRecord, digest: str) -> str:
@@ -185,5 +195,8 @@ def run_html(run: RunRecord) -> str:
         body.append("<p class='note'>(no valid node)</p>")
     else:
         body.append(f"<p class='note'>node {esc(best.id)}; also exported as best_solution/ in the run directory</p>")
-        body += [f"<h3>{esc(rel)}</h3>{pre(text, 4 * TEXT_LIMIT)}" for rel, text in run.files(best).items()]
+        from benchmark.scoring.export import safe_relpath
+
+        body += [f"<h3>{esc(rel)}{'' if safe_relpath(rel) else ' (not exported: the path leaves the folder)'}</h3>"
+                 f"{pre(text, 4 * TEXT_LIMIT)}" for rel, text in run.files(best).items()]
     return page(f"{run.agent} / {run.task} / seed {run.seed}", "\n".join(body))
