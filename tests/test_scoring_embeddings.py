@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmark.errors import UserError
 from benchmark.scoring.embeddings import EmbeddingUnavailable, Embedder, embed_runs, pooled
 from benchmark.scoring.pipeline import Options, score
 from benchmark.scoring.runs import load_runs
@@ -47,6 +48,8 @@ def test_tiny_roberta_chunks_pools_and_caches(tiny_model: Path, tmp_path: Path) 
     np.testing.assert_allclose(pooled(by_text[long], "mean"), expected / len(chunks), rtol=1e-4, atol=1e-5)
     assert not np.allclose(pooled(by_text[short], "mean"), pooled(by_text[long], "mean"))
 
+    with pytest.raises(UserError, match="--device nosuch:"):
+        Embedder(str(tiny_model), tmp_path / "other-cache", device="nosuch").embed(["y = 2"])
     again = Embedder(str(tiny_model), tmp_path / "cache", device="cpu")
     cached = again.embed([long, short])
     assert again.computed == 0 and again.hits == 2 and again._model is None  # the model is never loaded

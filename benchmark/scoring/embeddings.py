@@ -19,6 +19,8 @@ from typing import Iterable
 
 import numpy as np
 
+from benchmark.errors import UserError
+
 GRAPHCODEBERT = "microsoft/graphcodebert-base"
 # The hub revision loaded when no local model is given. It could not be checked from this machine (no
 # hub access); a local copy given by --embedding-model is pinned by the hash of its files instead.
@@ -89,6 +91,11 @@ class Embedder:
     def _ensure_model(self) -> None:
         if self._model is not None:
             return
+        if not Path(self.model_name).is_dir():  # not in the local HF cache: say so before importing torch
+            from huggingface_hub import try_to_load_from_cache
+
+            if not isinstance(try_to_load_from_cache(self.model_name, "config.json", revision=self.revision), str):
+                raise EmbeddingUnavailable(how_to_get(self.model_name))
         try:
             import torch
             from transformers import AutoModel, AutoTokenizer
@@ -108,8 +115,12 @@ class Embedder:
         device = self.device_name
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        self._device = torch.device(device)
-        self._model = model.to(self._device).eval()
+        try:
+            self._device = torch.device(device)
+            self._model = model.to(self._device).eval()
+        except (RuntimeError, AssertionError) as exc:  # no such device, or torch built without CUDA
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise UserError(f"--device {device}: {first}; use auto, cpu or an available cuda device") from None
         max_positions = int(getattr(model.config, "max_position_embeddings", 514))
         self.chunk_tokens = max(1, min(CHUNK_TOKENS, max_positions - 4))
 
