@@ -14,7 +14,7 @@ from benchmark.errors import UserError
 from benchmark.scoring.embeddings import EmbeddingUnavailable, Embedder, embed_runs, pooled
 from benchmark.scoring.pipeline import Options, score
 from benchmark.scoring.runs import load_runs
-from scoring_runs import Step, build_tiny_roberta, write_run
+from scoring_runs import build_tiny_roberta, write_run
 from test_scoring import golden_steps
 
 CODE = ["def f(x):\n    return x + 1\n", "import numpy as np\nclass Model:\n    def fit(self, X, y):\n        pass\n"]

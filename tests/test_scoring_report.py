@@ -12,7 +12,7 @@ import pytest
 from benchmark.scoring.export import export_run
 from benchmark.scoring.pipeline import Options, score
 from conftest import FIXTURES, journal_records, run_cli, run_inprocess
-from scoring_runs import Step, write_run
+from scoring_runs import write_run
 from test_scoring import golden_steps
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

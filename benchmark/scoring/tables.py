@@ -84,8 +84,9 @@ def check_grouping(df: pd.DataFrame, by: list[str]) -> None:
                             f"add budget to --group-by, or keep one budget with --budget")
 
 
-def groups_table(df: pd.DataFrame, by: list[str] = list(GROUP_KEYS)) -> pd.DataFrame:
+def groups_table(df: pd.DataFrame, by: list[str] | tuple[str, ...] = GROUP_KEYS) -> pd.DataFrame:
     """Per group: seeds, and mean, SEM and 95% bootstrap CI of each summarized column."""
+    by = list(by)
     check_grouping(df, by)
     rows = []
     for key, part in df.groupby(by, sort=True):
