@@ -1,7 +1,7 @@
-"""Score runs: `python compute_agent_metrics.py results/optuna` (or results/, or one run dir).
+"""Score runs: `python compute_agent_metrics.py results/` (or results/<agent>, or one run dir).
 
-Prints and writes the raw table (baseline vs agent on val and hidden test) and the normalized
-scores for whatever tasks are present. Output: metric_reports/<input name>/ unless --out is given.
+Writes CSV and markdown tables, plots and a static HTML report (metric_reports/<input name>/ unless
+--out is given) and prints the headline tables. docs/metrics.md defines every number.
 """
 
 from __future__ import annotations
@@ -13,36 +13,66 @@ from pathlib import Path
 from benchmark.errors import UserError
 
 
+def _names(values: list[str] | None) -> list[str]:
+    return [v for item in values or [] for v in item.split(",") if v]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="a results directory (any level: all, one agent, one run)")
-    parser.add_argument("--out", type=Path, help="where to write the tables (default metric_reports/<name>)")
+    parser.add_argument("--out", type=Path, help="where to write (default metric_reports/<name>)")
+    parser.add_argument("--agent", action="append", help="only these agents (repeat or comma-separate)")
+    parser.add_argument("--task", action="append", help="only these tasks (repeat or comma-separate)")
+    parser.add_argument("--suite", help="only the tasks of this suite (ml_tasks/suites.yaml), e.g. lite")
+    parser.add_argument("--budget", help="only runs with this budget (a label such as 50exp/$10/24h, or a count)")
+    parser.add_argument("--include-unfinished", action="store_true",
+                        help="also score runs still running or interrupted (no hidden-test score yet)")
+    parser.add_argument("--group-by", default="agent,task,budget,config",
+                        help="group keys for the seeds table (default agent,task,budget,config)")
+    parser.add_argument("--compare", nargs=2, metavar=("AGENT_A", "AGENT_B"),
+                        help="paired comparison of two agents over the tasks and seeds both ran")
+    parser.add_argument("--embedding-model", help="a local GraphCodeBERT (or other RoBERTa) directory")
+    parser.add_argument("--embedding-cache", type=Path, help="embedding cache (default ~/.cache/researchbench)")
+    parser.add_argument("--no-embeddings", action="store_true", help="skip the exploration metrics")
+    parser.add_argument("--device", default="auto", help="embedding device: auto, cpu, cuda, cuda:1, ...")
+    parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument("--no-html", action="store_true")
     args = parser.parse_args(argv)
-    from benchmark import metrics
+    from benchmark.scoring.pipeline import Options, score
 
+    out = args.out or Path("metric_reports") / args.results.resolve().name
+    options = Options(results=args.results, out=out, agents=_names(args.agent), tasks=_names(args.task),
+                      suite=args.suite, budget=args.budget, unfinished=args.include_unfinished, group_by=_names([args.group_by]),
+                      compare=tuple(args.compare) if args.compare else None, embeddings=not args.no_embeddings,
+                      embedding_model=args.embedding_model, embedding_cache=args.embedding_cache, device=args.device,
+                      plots=not args.no_plots, html=not args.no_html)
     try:
-        out = args.out or Path("metric_reports") / args.results.resolve().name
-        if out.resolve().is_relative_to(args.results.resolve()):
-            raise UserError(f"--out {out} is inside the results being scored; choose another directory")
-        runs = metrics.load_runs(args.results)
+        results = score(options, lambda line: print(line, file=sys.stderr))
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    raw, normalized = metrics.raw_table(runs), metrics.normalized_table(runs)
-    out.mkdir(parents=True, exist_ok=True)
-    runs.to_csv(out / "runs.csv", index=False)
-    raw.to_csv(out / "raw.csv", index=False)
-    normalized.to_csv(out / "normalized.csv")
-    with_pd_options = {"display.width": 200, "display.max_columns": 30, "display.float_format": "{:.4f}".format}
+    _print(results, out)
+    return 0
+
+
+def _print(results: dict, out: Path) -> None:
     import pandas as pd
 
-    with pd.option_context(*[x for kv in with_pd_options.items() for x in kv]):
-        print(f"Raw scores ({len(runs)} runs; test = hidden test set, mean over runs)")
-        print(raw.to_string(index=False))
-        print("\nNormalized hidden-test score: 0 = trivial predictor (floor), 1 = task target, < 0 = regression")
-        print(normalized.to_string())
-    print(f"\nwrote {out}/runs.csv, raw.csv, normalized.csv")
-    return 0
+    from benchmark.scoring.normalize import HEADLINE_WHY
+
+    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.float_format", "{:.4f}".format):
+        print(f"Raw scores ({len(results['runs'])} runs; test = hidden test set, mean over seeds)")
+        print(results["raw"].to_string(index=False))
+        print(f"\nClipped achievement per task ({HEADLINE_WHY})")
+        print(results["achievement"].to_string())
+        print("\nGroups over seeds (mean, SEM, 95% bootstrap CI of the achievement)")
+        cols = ["agent", "task", "budget", "config", "runs", "achievement", "achievement_sem", "achievement_ci_low",
+                "achievement_ci_high", "regimes"]
+        print(results["groups"][[c for c in cols if c in results["groups"]]].to_string(index=False))
+        if "paired" in results:
+            print("\nPaired comparison")
+            print(results["paired"].to_string(index=False))
+    print(f"\nwrote {out}/ (tables.md, *.csv, plots/, report.html)")
 
 
 if __name__ == "__main__":

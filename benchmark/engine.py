@@ -33,6 +33,7 @@ from benchmark.journal import BlobStore, Journal, Loaded, Node, NodeStore, now, 
 from benchmark.llm import LLMClient, Usage, missing_credentials
 from benchmark.plugins import Registry
 from benchmark.scheduler import Scheduler
+from benchmark.scoring.export import export_after_run
 from benchmark.task import Budget, load_task
 from benchmark.worker import StepRunner
 from benchmark.workspace import PreparedTask, open_prepared
@@ -167,6 +168,7 @@ class Run:
                 summary = self._write_summary("finished")
                 self.registry.notify("researchbench_on_run_end", summary=summary, run=self.identity())
             self.display.line(report.render(summary))
+            export_after_run(self.run_dir, self.display.line)
             return summary
         except KeyboardInterrupt:
             self._write_summary("interrupted")

@@ -1,0 +1,66 @@
+"""What every finished run leaves for a person: best_solution/ (the best node's editable files, ready to
+use) and report.html (the run's own page). Called at the end of a run and by the scorer."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path, PurePosixPath
+
+from typing import Callable
+
+from benchmark.scoring.report import run_html
+from benchmark.scoring.runs import RunRecord, load_run
+
+BEST_DIR = "best_solution"
+REPORT = "report.html"
+
+
+def safe_relpath(rel: str) -> PurePosixPath | None:
+    """A journal relpath that stays inside the export dir (recorded paths are untrusted input)."""
+    path = PurePosixPath(rel)
+    if not rel or path.is_absolute() or any(part in ("..", "") for part in path.parts) or "\0" in rel:
+        return None
+    return path
+
+
+def export_best_solution(run: RunRecord) -> Path | None:
+    """Write the best node's files to <run>/best_solution/ (replacing an older export); None without a best."""
+    best = run.best
+    target = run.run_dir / BEST_DIR
+    tmp = run.run_dir / f".{BEST_DIR}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    if best is None:
+        return None
+    for rel, digest in sorted(best.files.items()):
+        safe = safe_relpath(rel)
+        if safe is None:
+            continue
+        out = tmp.joinpath(*safe.parts)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(run.blobs.get(digest))
+    tmp.mkdir(exist_ok=True)
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+    return target
+
+
+def export_run(run_dir: Path) -> tuple[Path | None, Path]:
+    """best_solution/ and report.html for one run directory; returns their paths."""
+    run = load_run(run_dir)
+    best = export_best_solution(run)
+    report = run.run_dir / REPORT
+    tmp = report.with_name(f".{REPORT}.tmp")
+    tmp.write_text(run_html(run))
+    tmp.replace(report)
+    return best, report
+
+
+def export_after_run(run_dir: Path, say: Callable[[str], None]) -> None:
+    """The engine's end-of-run hook: export, and on any failure say so in one line (the run's results,
+    already written, are unaffected; `compute_agent_metrics.py` exports again)."""
+    try:
+        best, report = export_run(run_dir)
+    except Exception as exc:  # a report must never turn a finished run into a failed one
+        say(f"note: could not write best_solution/ and report.html ({type(exc).__name__}: {exc})")
+        return
+    say(f"  best solution: {best if best else '(no valid node)'}; report: {report}")

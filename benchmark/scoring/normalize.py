@@ -1,0 +1,59 @@
+"""Three normalized scores of one hidden-test result, each named, with the headline chosen here.
+
+- `fml_ni`: FML-bench's normalized improvement exactly as its scorer computes it
+  (compute_agent_metrics.py:238-258): `max(0, sign * (a - b) / |p_best - p_worst|)`, a = agent,
+  b = baseline. Per-task ranges come from our manifests: p_best = metric.best_possible (the target
+  when a manifest gives none), p_worst = metric.floor. Falls back to the baseline (0) without a score.
+- `achievement`: FARBench's clipped achievement `clip((s - floor) / (target - floor), 0, 1)`.
+- `unclipped`: `(s - floor) / (target - floor)`, the same scale without the clip: regressions below
+  the floor are negative and a result past the target is above 1.
+
+HEADLINE is the clipped achievement: its mean over tasks cannot be dominated by one task where a
+strong agent overshoots the target (an LLM reached 1.12 on causality) or one that collapses far
+below the floor, and it matches FARBench's task score, so numbers compare across the two.
+"""
+
+from __future__ import annotations
+
+import math
+
+from benchmark.scoring.runs import MetricInfo
+
+HEADLINE = "achievement"
+HEADLINE_WHY = ("headline = FARBench's clipped achievement clip((s-floor)/(target-floor), 0, 1): bounded per task, "
+                "so one task where an agent overshoots the target (1.12 on causality) or collapses cannot dominate "
+                "the mean; the unclipped score and FML-bench's normalized improvement are reported beside it")
+NAN = float("nan")
+
+
+def fml_range(metric: MetricInfo) -> tuple[float, float]:
+    """FML-bench's (p_best, p_worst) for a task, from our manifest."""
+    best = metric.best_possible if metric.best_possible is not None else metric.target
+    return best, metric.floor
+
+
+def fml_ni(metric: MetricInfo, agent: float | None, baseline: float | None) -> float:
+    """FML-bench's normalized improvement; NaN when the baseline is unknown, 0 when the agent has no score."""
+    if baseline is None:
+        return NAN
+    if agent is None:  # FML-bench credits the baseline's value: NI = 0
+        agent = baseline
+    p_best, p_worst = fml_range(metric)
+    denom = abs(p_best - p_worst)
+    if denom == 0:
+        return NAN
+    signed = (agent - baseline) / denom if metric.direction == "higher" else (baseline - agent) / denom
+    return max(signed, 0.0)
+
+
+def unclipped(metric: MetricInfo, score: float | None) -> float:
+    """0 at the floor, 1 at the target, below 0 a regression past a trivial predictor; NaN without a score."""
+    if score is None or not math.isfinite(score):
+        return NAN
+    return (score - metric.floor) / (metric.target - metric.floor)
+
+
+def achievement(metric: MetricInfo, score: float | None) -> float:
+    """FARBench's clipped achievement in [0, 1]; an unscored run is 0 (as FARBench scores it)."""
+    value = unclipped(metric, score)
+    return 0.0 if math.isnan(value) else min(max(value, 0.0), 1.0)

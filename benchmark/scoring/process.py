@@ -1,0 +1,145 @@
+"""FML-bench's 12 process-level metrics of one run, each in FML-bench's exact form and, where that form
+is flawed, a corrected one beside it (named `*_fml` and the corrected name; docs/metrics.md has both).
+
+FML-bench's `val_steps` are our executed search nodes (the baseline excluded) in the order their
+results arrived; a failed or no-op edit runs no experiment here, so it is not a val step.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from benchmark.journal import Node
+from benchmark.scoring.normalize import NAN, fml_ni, fml_range
+from benchmark.scoring.runs import RunRecord, is_ok
+
+FIRST_IMPROVEMENT_EPS = 1e-15  # FML-bench's thresholds, kept as they are
+LATE_GAIN_EPS = 1e-12
+UNIQUENESS_DISTANCE = 0.015  # cosine distance threshold of FML-bench's agglomerative clustering
+
+
+def improvement_curve(run: RunRecord) -> list[float]:
+    """ic_k = sign * (best_so_far_k - baseline_val) / |p_best - p_worst| after each val step (FML-bench)."""
+    baseline = run.score("baseline", "val")
+    p_best, p_worst = fml_range(run.metric)
+    denom = abs(p_best - p_worst)
+    if baseline is None or denom == 0:
+        return [NAN] * len(run.experiments)
+    best, curve = baseline, []
+    for node in run.experiments:
+        if is_ok(node) and run.metric.better(node.primary, best):
+            best = node.primary
+        curve.append(run.metric.sign * (best - baseline) / denom)
+    return curve
+
+
+def efficiency(run: RunRecord) -> dict[str, float]:
+    """AUC over steps (over K, as FML-bench, and over the budget), first-improvement, late-gain, best step."""
+    curve = improvement_curve(run)
+    k = len(curve)
+    budget = max(run.budget_steps, k)
+    out = {"auc_fml": NAN, "auc_budget": NAN, "first_improvement_step": NAN, "late_gain_fml": NAN,
+           "best_step_fml": NAN, "best_step": NAN}
+    if k and not math.isnan(curve[0]):
+        out["auc_fml"] = sum(curve) / k
+        out["auc_budget"] = sum(curve) / budget  # steps never run count as no improvement
+        out["first_improvement_step"] = next((i + 1 for i, v in enumerate(curve) if v > FIRST_IMPROVEMENT_EPS), NAN)
+        if curve[-1] > LATE_GAIN_EPS:  # K=1 reads ic[-1], as FML-bench does
+            out["late_gain_fml"] = (curve[-1] - curve[k // 2 - 1]) / curve[-1]
+    best_val = run.score("best", "val")
+    steps = run.experiments
+    if best_val is not None:  # FML-bench: the LAST step whose metric equals the best value (float equality)
+        out["best_step_fml"] = next((i + 1 for i in range(k - 1, -1, -1)
+                                     if is_ok(steps[i]) and steps[i].primary == best_val), NAN)
+    best = run.best  # ours: where the node the run chose as best actually is
+    out["best_step"] = next((i + 1 for i, n in enumerate(steps) if best is not None and n.id == best.id), NAN)
+    return out
+
+
+def generalization(run: RunRecord) -> float:
+    """|NI(best val vs baseline val) - NI(test vs baseline test)|, FML-bench's val-test gap."""
+    base_val, base_test = run.score("baseline", "val"), run.score("baseline", "test")
+    best_val = run.score("best", "val")
+    best_val = base_val if best_val is None else best_val  # all val failed: val = baseline val
+    test = run.score("best", "test")
+    return abs(fml_ni(run.metric, best_val, base_val) - fml_ni(run.metric, test, base_test))
+
+
+def reliability(run: RunRecord) -> dict[str, float]:
+    """Valid step ratio over val steps (FML-bench), and over every step the agent took (failed edits too)."""
+    steps = run.experiments
+    attempts = [n for n in run.nodes if n.id != "0000"]
+    ok = sum(is_ok(n) for n in steps)
+    return {"valid_step_ratio": ok / len(steps) if steps else NAN,
+            "valid_attempt_ratio": ok / len(attempts) if attempts else NAN}
+
+
+def cost(run: RunRecord) -> dict[str, float]:
+    used = run.summary["budget"].get("used") or {}
+    return {"tokens_m": float(used.get("tokens") or 0) / 1e6, "usd": float(used.get("usd") or 0.0),
+            "wall_h": float(run.summary.get("wall_seconds") or 0.0) / 3600}
+
+
+def exploration(embeddings: np.ndarray, baseline: np.ndarray | None) -> dict[str, float]:
+    """Spread, uniqueness, reach and effective dimension of the step embeddings [N, d] (FML-bench's formulas)."""
+    out = {"spread": NAN, "uniqueness": NAN, "reach": NAN, "effective_dim": NAN}
+    n = len(embeddings)
+    if n == 0:
+        return out
+    e32 = embeddings.astype(np.float32)
+    out["spread"] = float(np.mean(np.linalg.norm(e32 - e32.mean(axis=0), axis=1)))
+    out["uniqueness"] = _clusters(embeddings) / n
+    if baseline is not None:
+        out["reach"] = float(np.max(np.linalg.norm(embeddings.astype(np.float64) - baseline.astype(np.float64),
+                                                   axis=1)))
+    if n < 2:
+        out["effective_dim"] = 0.0
+    else:
+        s = np.linalg.svd(embeddings - embeddings.mean(axis=0), compute_uv=False)
+        lam = s ** 2 / (n - 1)
+        out["effective_dim"] = float(lam.sum() ** 2 / (lam ** 2).sum()) if (lam ** 2).sum() > 0 else 0.0
+    return out
+
+
+def _clusters(embeddings: np.ndarray) -> int:
+    norms = np.linalg.norm(embeddings, axis=1)
+    valid = embeddings[norms > 0]
+    zero = int((norms == 0).any())
+    if len(valid) < 2:
+        return len(valid) + zero
+    from sklearn.cluster import AgglomerativeClustering
+
+    model = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average",
+                                    distance_threshold=UNIQUENESS_DISTANCE)
+    return int(model.fit(valid).n_clusters_) + zero
+
+
+def snapshot_text(files: dict[str, str]) -> str:
+    """A snapshot as FML-bench embeds it: the files in sorted path order, joined by newlines, no banners."""
+    return "\n".join(files[rel] for rel in sorted(files))
+
+
+def process_metrics(run: RunRecord, embedded: dict[str, tuple[np.ndarray, np.ndarray | None]] | None) -> dict[str, Any]:
+    """All 12 metrics (and their corrected variants) of one run.
+
+    `embedded` maps a pooling name ("fml" = sum of chunk CLS vectors, "mean" = their mean) to
+    (step embeddings [N, d], baseline embedding); None leaves the exploration metrics NaN.
+    """
+    row: dict[str, Any] = {}
+    for pooling in ("fml", "mean"):
+        values = exploration(*embedded[pooling]) if embedded else dict.fromkeys(
+            ("spread", "uniqueness", "reach", "effective_dim"), NAN)
+        row.update({f"{name}_{pooling}": v for name, v in values.items()})
+    row["val_test_gap"] = generalization(run)
+    row.update(reliability(run))
+    row.update(efficiency(run))
+    row.update(cost(run))
+    return row
+
+
+def step_nodes(run: RunRecord) -> list[Node]:
+    """The nodes whose snapshots the exploration metrics embed."""
+    return run.experiments

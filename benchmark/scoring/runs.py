@@ -1,0 +1,243 @@
+"""Read one run directory into a `RunRecord`: summary, journal nodes, final test, config, blobs.
+
+Everything comes from the run's own files (never the live workspace, which may have changed since).
+Journals come from runs of hostile agent code and may be torn by a kill: a torn last line is ignored
+(as a resuming run would), and a run that cannot be read at all is skipped with one line naming it.
+Nothing here writes to the run directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from benchmark.errors import UserError
+from benchmark.journal import OK, BlobStore, Node
+
+SKIP_DIRS = {".multirun", "llm_cache", "blobs", "scratch", "best_solution"}
+BASELINE_ID = "0000"
+# config keys that say where or how loudly a run was written, or are their own grouping keys
+_NOT_CONFIG = ("seed", "results_dir", "run_id", "quiet", "task", "budget", "executor")
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """The task metric as recorded in the run (floor/target on the hidden-test scale)."""
+
+    name: str
+    direction: str
+    floor: float
+    target: float
+    best_possible: float | None = None
+
+    @property
+    def sign(self) -> int:
+        """+1 when higher is better, -1 when lower is better."""
+        return 1 if self.direction == "higher" else -1
+
+    def better(self, a: float, b: float) -> bool:
+        return a > b if self.direction == "higher" else a < b
+
+
+@dataclass
+class RunRecord:
+    """One run as the scorer sees it."""
+
+    run_dir: Path
+    summary: dict[str, Any]
+    nodes: list[Node]  # finished nodes in the order they finished (the baseline first)
+    final: dict[str, Any] | None
+    config: dict[str, Any]
+    metric: MetricInfo
+    domain: str
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def agent(self) -> str:
+        return str(self.summary["agent"])
+
+    @property
+    def task(self) -> str:
+        return str(self.summary["task"])
+
+    @property
+    def seed(self) -> int:
+        return int(self.summary["seed"])
+
+    @property
+    def budget_steps(self) -> int:
+        return int(self.summary["budget"]["limits"]["experiments"])
+
+    @property
+    def budget_label(self) -> str:
+        """The budget a run had, as a grouping key: experiments, USD and compute hours."""
+        lim = self.summary["budget"]["limits"]
+        return f"{lim['experiments']}exp/${lim['usd']:g}/{lim['compute_hours']:g}h"
+
+    @property
+    def config_label(self) -> str:
+        """A short hash of what the agent was configured to do (not seed, task, budget or paths)."""
+        plain = {k: v for k, v in self.config.items() if k not in _NOT_CONFIG}
+        llm = plain.get("llm")
+        if isinstance(llm, dict):  # replies and where they are cached do not change the agent
+            plain["llm"] = {k: v for k, v in llm.items() if k in ("model", "temperature", "max_tokens", "operators")}
+        return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+    @property
+    def blobs(self) -> BlobStore:
+        return BlobStore(self.run_dir / "blobs")
+
+    def text(self, digest: str, limit: int | None = None) -> str:
+        """A blob as text ('' when absent: a run dir copied without blobs still scores)."""
+        if not digest or not isinstance(digest, str) or not all(c in "0123456789abcdef" for c in digest):
+            return ""
+        try:
+            data = self.blobs.get(digest)
+        except OSError:
+            return ""
+        if limit is not None and len(data) > limit:
+            return data[:limit].decode(errors="replace") + f"\n... ({len(data) - limit} more bytes not shown)"
+        return data.decode(errors="replace")
+
+    def files(self, node: Node) -> dict[str, str]:
+        return {rel: self.text(digest) for rel, digest in sorted(node.files.items())}
+
+    @property
+    def baseline(self) -> Node | None:
+        return next((n for n in self.nodes if n.id == BASELINE_ID), None)
+
+    @property
+    def experiments(self) -> list[Node]:
+        """Executed search nodes (not the baseline), in finish order: FML-bench's `val_steps`."""
+        return [n for n in self.nodes if n.executed and n.id != BASELINE_ID]
+
+    @property
+    def best(self) -> Node | None:
+        """The node the run itself chose as best (by validation, earliest on ties)."""
+        best_id = (self.summary.get("best") or {}).get("node")
+        return next((n for n in self.nodes if n.id == best_id), None)
+
+    def score(self, which: str, split: str) -> float | None:
+        """summary['baseline'|'best']['val'|'test'] as a float, or None."""
+        value = (self.summary.get(which) or {}).get(split)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def find_runs(root: Path) -> list[Path]:
+    """Every run directory (one holding summary.json) under root, in a stable order."""
+    root = Path(root)
+    if not root.exists():
+        raise UserError(f"{root} does not exist; pass a results directory such as results/ or results/optuna")
+    runs = sorted(p.parent for p in root.rglob("summary.json") if not SKIP_DIRS & set(p.relative_to(root).parts))
+    if not runs:
+        raise UserError(f"no runs under {root} (no summary.json found); run run_agent_benchmark.py first")
+    return runs
+
+
+def _journal(path: Path) -> tuple[list[Node], dict[str, Any] | None, list[str]]:
+    """Finished nodes and the final record; a torn last line is ignored, a bad middle line is an error."""
+    notes: list[str] = []
+    if not path.exists():
+        return [], None, ["no journal.jsonl"]
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    elif lines:  # no newline at the end: killed mid-write
+        lines.pop()
+        notes.append("journal's last line is torn (ignored)")
+    nodes: dict[str, Node] = {}
+    final = None
+    for number, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+            kind = record["kind"]
+            if kind == "finished":
+                node = Node.from_dict(record["node"])
+                if not isinstance(node.id, str) or not isinstance(node.files, dict):
+                    raise ValueError("malformed node")
+                nodes[node.id] = node
+            elif kind == "final":
+                final = record
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"journal line {number} is not a valid record ({exc})") from None
+    return list(nodes.values()), final, notes
+
+
+def _manifest_facts(task: str) -> tuple[str, float | None]:
+    """Domain and best_possible from the task manifest, for summaries written before they were recorded."""
+    try:
+        from benchmark.plugins import get_registry
+        from benchmark.task import load_task
+
+        spec = load_task(get_registry().tasks[task])
+        return spec.domain, spec.metric.best_possible
+    except Exception:  # an unknown or broken task: its runs still score, as domain 'unknown'
+        return "unknown", None
+
+
+def load_run(run_dir: Path) -> RunRecord:
+    """Read one run; ValueError (with the reason) when its files cannot be scored."""
+    run_dir = Path(run_dir)
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text())
+        m = summary["metric"]
+        for key in ("agent", "task", "seed", "status", "baseline", "best", "budget", "steps"):
+            summary[key]  # noqa: B018 -- presence check
+        summary["budget"]["limits"]["experiments"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"summary.json is unreadable or not a researchbench summary ({exc!s:.120})") from None
+    nodes, final, notes = _journal(run_dir / "journal.jsonl")
+    config: dict[str, Any] = {}
+    try:
+        config = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        notes.append("config.yaml missing or unreadable (config grouped as unknown)")
+    if not isinstance(config, dict):
+        config = {}
+    domain, best_possible = summary.get("domain"), m.get("best_possible")
+    if domain is None:
+        domain, fallback_best = _manifest_facts(summary["task"])
+        best_possible = best_possible if best_possible is not None else fallback_best
+    try:
+        metric = MetricInfo(str(m["name"]), str(m["direction"]), float(m["floor"]), float(m["target"]),
+                            None if best_possible is None else float(best_possible))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"summary.json's metric is incomplete ({exc})") from None
+    return RunRecord(run_dir, summary, nodes, final, config, metric, str(domain), notes)
+
+
+def load_runs(root: Path, warn: Callable[[str], None], agents: list[str] | None = None,
+              tasks: list[str] | None = None, unfinished: bool = False) -> list[RunRecord]:
+    """Every readable run under root that passes the filters; unreadable ones are reported and skipped, and
+    so are runs that have not finished (no hidden-test score yet) unless `unfinished`."""
+    records = []
+    for run_dir in find_runs(root):
+        try:
+            record = load_run(run_dir)
+        except (ValueError, OSError) as exc:
+            warn(f"warning: skipped {run_dir}: {exc}")
+            continue
+        if agents and record.agent not in agents or tasks and record.task not in tasks:
+            continue
+        if record.summary.get("status") != "finished" and not unfinished:
+            warn(f"note: skipped {run_dir}: status '{record.summary.get('status')}', not finished "
+                 f"(resume it, or pass --include-unfinished)")
+            continue
+        for note in record.warnings:
+            warn(f"note: {run_dir}: {note}")
+        records.append(record)
+    if not records:
+        wanted = " matching " + ", ".join(f"{k}={v}" for k, v in (("agent", agents), ("task", tasks)) if v) \
+            if agents or tasks else ""
+        raise UserError(f"no readable runs{wanted} under {root}; check the filters or the path")
+    return records
+
+
+def is_ok(node: Node) -> bool:
+    return node.status == OK and node.primary is not None

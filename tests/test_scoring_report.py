@@ -1,0 +1,98 @@
+"""What a person looks at: the HTML reports opened in headless Chromium (screenshot + DOM), hostile run
+content shown as text and never run, and every finished run's own best_solution/ and report.html."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmark.scoring.export import export_run
+from benchmark.scoring.pipeline import Options, score
+from conftest import FIXTURES, journal_records, run_cli, run_inprocess
+from scoring_runs import write_run
+from test_scoring import golden_steps
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "
+                                                              "(apt-get install -y chromium)")
+XSS = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
+
+
+def chromium(tmp_path: Path, page: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                           "--disable-component-update", "--disable-sync", "--no-first-run",
+                           f"--user-data-dir={tmp_path / 'chrome-profile'}", *args, page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+
+
+def hostile_run(root: Path) -> Path:
+    steps = golden_steps()
+    steps[1].stdout = f"epoch 1 {XSS}"
+    steps[1].plan = f"plan </pre>{XSS}"
+    steps[3].files = {"model.py": f"a = 4  # {XSS}\n", "../escape.py": "outside", "/etc/evil": "x"}
+    steps[3].tokens, steps[3].usd = 10, 0.01
+    return write_run(root, "aide", "toy", 0, steps, baseline_test=12.0, best_test=5.0, best_possible=0.0)
+
+
+@needs_chromium
+def test_run_report_shows_hostile_output_as_text_in_chromium(tmp_path: Path) -> None:
+    run_dir = hostile_run(tmp_path / "results")
+    best, report = export_run(run_dir)
+    assert best == run_dir / "best_solution" and sorted(p.name for p in best.iterdir()) == ["model.py"]
+    assert (best / "model.py").read_text().startswith("a = 4")  # the best node's own file, links refused
+    assert not (run_dir / "escape.py").exists() and not (tmp_path / "results" / "escape.py").exists()
+    proc = chromium(tmp_path, report, "--dump-dom")
+    dom = proc.stdout
+    assert "<title>aide / toy / seed 0</title>" in dom, proc.stderr[-2000:]
+    assert "pwned" not in dom.split("<body>")[0]  # the title was never changed by a script
+    assert "<script" not in dom and "<img src=\"x\"" not in dom
+    assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in dom  # shown as text
+    assert 'id="node-0003"' in dom and "Search tree" in dom and "Best solution" in dom
+    assert "improve 0003" in dom  # the prompt of the LLM call, from the blob store
+    shot = tmp_path / "run.png"
+    chromium(tmp_path, report, f"--screenshot={shot}", "--window-size=1100,1400")
+    assert shot.stat().st_size > 5000
+
+
+@needs_chromium
+def test_comparison_report_in_chromium(tmp_path: Path) -> None:
+    for agent, test in (("aide", 5.0), ("greedy", 8.0)):
+        for seed in (0, 1):
+            write_run(tmp_path / "results", agent, "toy", seed, golden_steps(), baseline_test=12.0, best_test=test)
+    options = Options(results=tmp_path / "results", out=tmp_path / "out", embeddings=False,
+                      compare=("aide", "greedy"))
+    results = score(options, lambda line: None)
+    assert results["paired"].iloc[0]["mean_diff"] == pytest.approx(3 / 20)
+    page = tmp_path / "out" / "report.html"
+    dom = chromium(tmp_path, page, "--dump-dom").stdout
+    assert "Headline: clipped achievement" in dom and "Paired comparison" in dom and "performance profile" in dom
+    assert dom.count('src="data:image/png;base64,') >= 2  # plots inline: the page opens offline
+    assert "http://" not in dom and "https://" not in dom
+    assert 'href="runs/0000.html"' in dom and (tmp_path / "out" / "runs" / "0000.html").exists()
+    shot = tmp_path / "comparison.png"
+    chromium(tmp_path, page, f"--screenshot={shot}", "--window-size=1300,1600")
+    assert shot.stat().st_size > 20000
+    assert (tmp_path / "out" / "tables.md").read_text().count("| aide") >= 2
+
+
+def test_a_finished_run_exports_its_best_solution_and_report(toy, tmp_path: Path) -> None:
+    summary, out = run_inprocess("agent=aide", "task=toy", "budget.steps=3", f"results_dir={tmp_path / 'results'}",
+                                 "llm=scripted", f"llm.script={FIXTURES / 'scripts' / 'toy'}")
+    run_dir = Path(summary["run_dir"])
+    best_id = summary["best"]["node"]
+    (best,) = [r["node"] for r in journal_records(run_dir) if r["kind"] == "finished" and r["node"]["id"] == best_id]
+    exported = {p.name: p.read_text() for p in (run_dir / "best_solution").iterdir()}
+    assert exported == {rel: (run_dir / "blobs" / d[:2] / d[2:]).read_text() for rel, d in best["files"].items()}
+    assert (run_dir / "report.html").exists() and "best solution:" in out
+    assert summary["domain"] == "testing" and "best_possible" in summary["metric"]
+    scored = run_cli(str(tmp_path / "results"), "--out", str(tmp_path / "report"), "--no-embeddings", "--no-plots",
+                     "--suite", "lite", script="compute_agent_metrics.py")
+    assert scored.returncode == 2 and "no readable runs matching task=['causality']" in scored.stderr
+    scored = run_cli(str(tmp_path / "results"), "--out", str(tmp_path / "report"), "--no-embeddings", "--no-plots",
+                     "--task", "toy", "--agent", "aide", script="compute_agent_metrics.py")
+    assert scored.returncode == 0, scored.stderr
+    assert len((tmp_path / "report" / "runs.csv").read_text().splitlines()) == 2  # header + one run
+    assert "Clipped achievement per task" in scored.stdout and "headline = FARBench" in scored.stdout
