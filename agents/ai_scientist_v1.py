@@ -43,10 +43,10 @@ NOTES_RE = re.compile(r"<notes>(.*?)</notes>", re.DOTALL | re.IGNORECASE)
 FORMAT = ("Before the plan, give the complete updated notes between <notes> and </notes> (they replace the "
           "current notes; a colleague writes up the work from them).")
 FIRST_RUN = (
-    "Implement this idea: {title}. The proposed experiment: {experiment}\n\nYou have up to {max_runs} runs "
-    "(experiments) for this idea and need not use them all. First plan the list of experiments you want to run "
-    "and write the plan into the notes; then implement the first one. The baseline's result is already known "
-    "(see the notes): do not re-run the baseline. Keep each run well inside the time limit.")
+    "Implement the idea above. You have up to {max_runs} runs (experiments) for it and need not use them all. "
+    "First plan the list of experiments you want to run and write the plan into the notes; then implement the "
+    "first one. The baseline's result is already known (see the notes): do not re-run the baseline. Keep each "
+    "run well inside the time limit.")
 NEXT_RUN = (
     "Run {done} of this idea completed: {result}. Decide whether the plan needs to change given this result (it "
     "often does not). Update the notes with everything about run {done} that a write-up needs: what was run and "
@@ -177,13 +177,13 @@ def run(cfg: AIScientistV1Config, ctx: OpContext, parents: list[Node], action: A
     index, run_no, attempt = memo.get("idea", action.hints.get("idea")), action.hints["run"], action.hints["try"]
     parent = parents[0]
     notes = chain_notes(ctx.store, index) or (
-        f"# Title: {idea['Title']}\n# Experiment: {idea['Experiment']}\n## Run 0: baseline\n"
+        f"# {idea['Title']}\n## Run 0: baseline\n"
         f"Result: {prompts.result_line(ctx, ctx.store.get(ROOT))} (the task's baseline, node 0000)")
     role = "debug" if parent.executed and parent.status != OK and attempt > 1 else "improve"
     if role == "debug":
         job = RETRY.format(run=run_no, reason=parent.bug_reason or "error", attempt=attempt, max_tries=cfg.max_retries_per_run)
     elif run_no == 1:
-        job = FIRST_RUN.format(title=idea["Title"], experiment=idea["Experiment"], max_runs=cfg.max_runs)
+        job = FIRST_RUN.format(max_runs=cfg.max_runs)
     else:
         job = NEXT_RUN.format(done=run_no - 1, result=f"{prompts.result_line(ctx, parent)}; metrics: "
                               f"{prompts.metrics_line(parent)}", run=run_no, max_runs=cfg.max_runs)

@@ -87,7 +87,7 @@ REFLECT_JOB = (
 )
 
 NOVELTY_JOB = (
-    "Is the idea below new compared with the baseline's method and with the other ideas listed? No literature "
+    "Is the idea to judge (above) new compared with the baseline's method and with the other ideas listed? No literature "
     "search is available: judge from the task, the code and the list. The baseline's method again, a minor "
     "variant of a listed idea, or a renaming is not novel. Reply with one or two sentences of reasoning and end "
     "with exactly 'Decision: novel' or 'Decision: not novel'."
