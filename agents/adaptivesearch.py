@@ -171,7 +171,7 @@ class AdaptiveSearchPolicy:
         self.turn += 1
         name, fork = f"b{branch}", self.forks[branch]
         lane = lanes[name]
-        started = lane.rows or any(lane_of(n) == name for n in [*store.pending(), *store] if n.step > 0)
+        started = lane.rows or any(lane_of(n) == name for n in store.pending())  # a first idea that never ran is asked again
         hints = {"fork": fork, "guide": self.guide(store, lane, fork)} if started else {"fork": fork, "first": True}
         return lane_action(store, name, lane, self.cfg.max_debug_retries, hints)
 

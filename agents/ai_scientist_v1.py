@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from agents import operators, prompts
 from agents.prompts import PromptConfig
-from agents.text import Section, summarize
+from agents.text import Section, head_lines
 from agents.tree import ROOT
 from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
 from benchmark.journal import OK, Node, NodeStore
@@ -188,11 +188,11 @@ def run(cfg: AIScientistV1Config, ctx: OpContext, parents: list[Node], action: A
         job = NEXT_RUN.format(done=run_no - 1, result=f"{prompts.result_line(ctx, parent)}; metrics: "
                               f"{prompts.metrics_line(parent)}", run=run_no, max_runs=cfg.max_runs)
     extra = [Section("The idea", [prompts.idea_text(idea)], 95),
-             Section("Notes (notes.txt)", [notes[-cfg.notes_chars:]], 92)]
+             Section("Notes (notes.txt)", [head_lines(notes, cfg.notes_chars)], 92)]
     proposal = operators.edit(ctx, parents, action, role, cfg, extra=extra,
                               job=f"{job}\n\n{FORMAT}", reply_edits=lambda reply: notes_and_edits(reply)[1])
     reply = proposal.llm_calls[-1].response if proposal.llm_calls else ""
-    memo["notes"] = summarize(notes_and_edits(reply)[0], cfg.notes_chars) if reply else ""
+    memo["notes"] = head_lines(notes_and_edits(reply)[0], cfg.notes_chars) if reply else ""
     if cfg.use_early_completion and COMPLETED in reply and run_no > 1:
         memo["completed"] = True
         proposal = Proposal(files={}, plan=proposal.plan, changed=False, llm_calls=proposal.llm_calls,

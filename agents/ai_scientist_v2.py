@@ -66,9 +66,12 @@ class AIScientistV2Config(PromptConfig):
 
 
 def split_budget(steps: int, shares: list[float]) -> list[int]:
-    """Floors of each share, the remainder to the last stage (10 steps: 1/2/5/2; 50: 5/10/25/10)."""
-    sizes = [int(share * steps) for share in shares[:-1]]
-    return sizes + [steps - sum(sizes)]
+    """Floors of each share, the remainder to the last stage (10 steps: 1/2/5/2; 50: 5/10/25/10). Ours: while
+    the budget allows, every stage gets at least one experiment (FML-bench's floors skip stage 1, and with it
+    the ideas, below 10 experiments)."""
+    least = 1 if steps >= len(shares) else 0
+    sizes = [max(least, int(share * steps)) for share in shares[:-1]]
+    return sizes + [max(0, steps - sum(sizes))]
 
 
 def best_of(nodes: list[Node], metric: Metric) -> Node | None:

@@ -132,3 +132,17 @@ def test_state_round_trips_through_json(tmp_path) -> None:
     twin.load_state_dict(json.loads(json.dumps(policy.state_dict())))
     assert twin.state_dict() == policy.state_dict()
     assert twin.next_action(tree.store, random.Random(1)) == policy.next_action(tree.store, random.Random(1))
+
+
+def test_a_branch_first_idea_that_never_ran_is_asked_again_as_a_first_idea(tmp_path) -> None:
+    tree = Tree(tmp_path)
+    policy = _policy(tree, steps=10)
+    for score in (2.0, 2.5, 2.6):
+        _step(policy, tree, score)
+    action = policy.next_action(tree.store, random.Random(0))
+    assert action.hints["first"]
+    tree.claim(action.operator, action.parents, action.hints)
+    assert "first" not in policy.next_action(tree.store, random.Random(0)).hints  # in flight: not first again
+    tree.store._pending.clear()
+    tree.failed_edit(action.operator, action.parents).hints = dict(action.hints)
+    assert policy.next_action(tree.store, random.Random(0)).hints["first"]

@@ -145,6 +145,7 @@ def test_v1_runs_different_ideas_in_parallel(tmp_path) -> None:
 def test_v2_stage_budgets_are_floors_with_the_remainder_last() -> None:
     assert split_budget(10, [0.1, 0.2, 0.5, 0.2]) == [1, 2, 5, 2]
     assert split_budget(50, [0.1, 0.2, 0.5, 0.2]) == [5, 10, 25, 10]
+    assert split_budget(5, [0.1, 0.2, 0.5, 0.2]) == [1, 1, 2, 1]  # stage 1 (the ideas) is never skipped
 
 
 def _v2_step(policy, tree: Tree, score, memo: dict | None = None, rng=None):
@@ -201,3 +202,30 @@ def test_v2_waits_for_the_stage_results_before_moving_on(tmp_path) -> None:
     action = policy.next_action(tree.store, random.Random(0))
     tree.claim(action.operator, action.parents, action.hints)  # stage 1's only experiment, in flight
     assert policy.next_action(tree.store, random.Random(0)) is None and policy.stage == 0
+
+
+def test_v1_run_carries_notes_and_all_completed_ends_the_idea_without_an_experiment(tmp_path) -> None:
+    from agents.ai_scientist_v1 import run
+    from benchmark.llm import LLMConfig
+
+    tree, task = Tree(tmp_path), _toy()
+    files = {rel: tree.store.blobs.put((task.code_dir / rel).read_text()) for rel in ("model.py", "params.json")}
+    tree.store.get(ROOT).files = files
+    run1 = tree.add("run", (ROOT,), 2.0, hints={"ideate": True, "offset": 0, "run": 1, "try": 1})
+    run1.files, run1.memo = files, {"ideas": [idea("steeper")], "idea": 0, "notes": "# Steeper\nRun 1: slope 2."}
+    llm = FakeLLM({"improve": ["<notes>\n# Steeper\nRun 1: slope 2. Nothing left to try.\n</notes>\nALL_COMPLETED"]})
+    llm.cfg = LLMConfig()
+    ctx = OpContext(task=task, store=tree.store, llm=llm, rng=random.Random(0), steps_left=3)
+    cfg = AIScientistV1Config(data_preview=False)
+    proposal = run(cfg, ctx, [run1], _action({"idea": 0, "run": 2, "try": 1}))
+    prompt = llm.seen[0][1][-1]["content"]
+    assert "Run 1: slope 2." in prompt and "Run 1 of this idea completed: mse = 2" in prompt
+    assert "A steeper slope" not in prompt and "Steeper (Interestingness 5" in prompt
+    assert proposal.edit_ok and not proposal.changed  # recorded as a no-op: no experiment spent
+    assert proposal.memo == {"notes": "# Steeper\nRun 1: slope 2. Nothing left to try.", "completed": True}
+
+
+def _action(hints: dict):
+    from benchmark.agent_api import Action
+
+    return Action("run", ("0001",), hints)
