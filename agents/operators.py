@@ -70,12 +70,13 @@ def edit(ctx: OpContext, parents: list[Node], action: Action, role: str, cfg: Pr
     call = ctx.llm.complete(build_messages(ctx, role, parents, cfg, explored, extra, job), operator=role)
     if call.error:
         return Proposal(files={}, edit_ok=False, feedback=f"LLM call failed: {call.error}", llm_calls=[call])
+    reply = reply_edits(call.response)
     if call.truncated:
-        return Proposal(files={}, plan=plan_of(call.response), edit_ok=False, llm_calls=[call], feedback=(
+        return Proposal(files={}, plan=plan_of(reply), edit_ok=False, llm_calls=[call], feedback=(
             f"Your reply was cut off at the token limit ({call.completion_tokens} tokens) before it ended, so "
             "none of it was applied. Send smaller edits: SEARCH/REPLACE blocks with only the lines that change."))
-    result = apply_edits(reply_edits(call.response), files, ctx.task.is_editable, cfg.edit_format)
-    return Proposal(files={**files, **result.files}, plan=plan_of(call.response), edit_ok=result.ok,
+    result = apply_edits(reply, files, ctx.task.is_editable, cfg.edit_format)
+    return Proposal(files={**files, **result.files}, plan=plan_of(reply), edit_ok=result.ok,
                     changed=result.changed, feedback=result.feedback, llm_calls=[call])
 
 
