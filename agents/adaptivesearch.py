@@ -58,6 +58,12 @@ GUIDES = {
 }
 FIRST = ("This is the first idea of a new branch of the search. It must be mechanistically different from the "
          "first ideas of the sibling branches listed above: a different mechanism, not a variant or a retuning.")
+FIRST_ALONE = ("This is the first idea of a new branch of the search, opened because progress stalled (see the journal). "
+               "Try a mechanistically different direction from the ideas tried so far, not a variant or a retuning.")
+
+
+def lane_label(name: str) -> str:
+    return "phase 1" if name == P1 else f"branch {int(name[1:]) + 1}"
 
 
 @dataclass
@@ -186,7 +192,7 @@ class AdaptiveSearchPolicy:
 def experiment(cfg: AdaptiveSearchConfig, policy: AdaptiveSearchPolicy, ctx: OpContext, parents: list[Node],
                action: Action) -> Proposal:
     lanes = policy.lanes(ctx.store)  # forks are set once, at the switch, before any branch action exists
-    rows = [(n, f"{s} ({lane_of(n)})") for n, s in log_rows(ctx.store, lanes, cfg.journal_size)]
+    rows = [(n, f"{s} ({lane_label(lane_of(n))})") for n, s in log_rows(ctx.store, lanes, cfg.journal_size)]
     extra: list[Section] = [prompts.experiment_log_section(ctx, rows, "Journal across branches")]
     if action.operator == "debug":
         return operators.edit(ctx, parents, action, "debug", cfg, extra=extra)
@@ -194,9 +200,10 @@ def experiment(cfg: AdaptiveSearchConfig, policy: AdaptiveSearchPolicy, ctx: OpC
     if action.hints.get("first"):
         firsts = [next((n for n in ctx.store if lane_of(n) == name and n.step > 0 and n.executed), None)
                   for name in lanes if name not in (P1, action.hints.get("lane"))]
-        text = "\n".join(f"- {summarize(n.plan, 400)}" for n in firsts if n is not None) or "(none yet)"
-        extra.append(Section("First ideas of the sibling branches", [text], 85))
-        job = f"{FIRST}\n\n{job}"
+        siblings = [f"- {summarize(n.plan, 400)}" for n in firsts if n is not None]
+        if siblings:
+            extra.append(Section("First ideas of the sibling branches", ["\n".join(siblings)], 85))
+        job = f"{FIRST if siblings else FIRST_ALONE}\n\n{job}"
     elif action.hints.get("guide") in GUIDES:
         job = f"{GUIDES[action.hints['guide']]}\n\n{job}"
     return operators.edit(ctx, parents, action, "improve", cfg, extra=extra, job=job)

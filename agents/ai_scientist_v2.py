@@ -47,6 +47,8 @@ GOALS = (
     "simplify one component at a time) and refine it; prefer the simpler solution when {metric} does not suffer.",
 )
 
+IDEA_DRAFT = ("Implement the research idea above as an edit of the baseline shown below. Keep this first version "
+              "simple and robust, so it runs well inside the time limit.")
 DRAFT_FROM_BEST = ("Propose a new approach and implement it as an edit of the solution below (the best of the previous "
                    "stage). It must differ from the other attempts of this stage listed above.")
 
@@ -102,7 +104,9 @@ class AIScientistV2Policy:
         while self.used(store) >= self.budgets[self.stage]:
             if self.stage == len(STAGES) - 1 or self.in_stage(store.pending()):
                 return None  # the run's budget is spent, or the stage's last results are still coming
-            best = best_of(self.in_stage(list(store)), self.metric)
+            # the best of the stage's tree, its root included: a tuning stage that only made things worse
+            # hands on what it started from
+            best = best_of([store.get(self.roots[-1]), *self.in_stage(list(store))], self.metric)
             self.stage += 1
             self.roots.append(best.id if best is not None else self.roots[-1])
             self.agenda = []
@@ -174,11 +178,11 @@ def step(cfg: AIScientistV2Config, ctx: OpContext, parents: list[Node], action: 
     ideas = memo.get("ideas") if memo else known_ideas(ctx.store)
     idea = ideas[action.hints["idea"]] if "idea" in action.hints and action.hints["idea"] < len(ideas) else None
     extra = [Section("Research idea", [prompts.idea_text(idea)], 95)] if idea else []
-    standard = DRAFT_FROM_BEST if action.operator == "draft" and parents[0].id != ROOT else prompts.JOBS[action.operator]
+    standard = prompts.JOBS[action.operator]
+    if action.operator == "draft":
+        standard = IDEA_DRAFT if idea else DRAFT_FROM_BEST if parents[0].id != ROOT else standard
     job = f"{GOALS[stage].format(metric=ctx.task.metric.name)}\n\n" + standard.format(
         metric=ctx.task.metric.name, reason=parents[0].bug_reason or "error")
-    if idea:
-        job += " Implement the research idea above."
     proposal = operators.edit(ctx, parents, action, action.operator, cfg, explored=True, extra=extra, job=job)
     proposal.llm_calls = calls + proposal.llm_calls
     proposal.memo = memo

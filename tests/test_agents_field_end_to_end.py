@@ -44,6 +44,7 @@ def _check_adaptivesearch(run_dir: Path, nodes: list[dict]) -> None:
     first = nodes[4]
     assert first["hints"] == {"lane": "b0", "fork": nodes[1]["id"], "first": True}
     assert "first idea of a new branch" in _prompt(run_dir, first, "improve")
+    assert "| keep (phase 1) |" in _prompt(run_dir, first, "improve")
     assert nodes[5]["hints"]["lane"] == "b0" and "Journal across branches" in _prompt(run_dir, nodes[5], "improve")
 
 
