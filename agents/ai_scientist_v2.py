@@ -12,7 +12,8 @@ stage 3's draft; every executed node gets v2's analysis (the shared analyze oper
 Fixed FML-bench bugs: its idea generation never runs (it reads a seed-ideas file no task ships, bug 2);
 here the first draft generates `num_ideas` ideas (reflections and an offline novelty check, the shared
 AI Scientist ideation) and stage 1 drafts one per idea. Its stage 3 drafts restore the baseline (bug
-3); here they edit stage 2's best. Not ported: v2's LLM-written sub-stage goals and per-step journal
+3); here they edit stage 2's best (the best of its tree, its root included, so a stage that only made
+things worse hands on what it started from). Not ported: v2's LLM-written sub-stage goals and per-step journal
 summary call (our prompts show the recent attempts and every scored plan instead), and its plots and
 write-up. A stage begins once the previous stage's experiments have all finished, so with K in flight
 "the previous best" is final. State (stage, roots, agenda) is JSON, checkpointed with every node.
