@@ -10,8 +10,9 @@ feedback; the engine records it without spending an experiment, and the next pro
 from __future__ import annotations
 
 import functools
+import json
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from agents import prompts
 from agents.prompts import PromptConfig
@@ -24,8 +25,11 @@ EDIT_ROLES = ("draft", "improve", "debug", "crossover")
 
 
 def build_messages(ctx: OpContext, role: str, parents: list[Node], cfg: PromptConfig,
-                   explored: bool = False) -> list[dict[str, str]]:
-    """The messages an edit operator sends: system role, then the sections in reading order."""
+                   explored: bool = False, extra: Sequence[Section] = (), job: str | None = None) -> list[dict[str, str]]:
+    """The messages an edit operator sends: system role, then the sections in reading order.
+
+    ``extra`` sections (an agent's own memory: an experiment log, an idea and its notes) go before the
+    solution; ``job`` replaces the role's standard instructions."""
     parent = parents[0]
     first_prompt = not any(n.llm_calls for n in ctx.store)
     points_into_harness = role == "debug" and _traceback_names_harness(ctx, parent)
@@ -37,13 +41,14 @@ def build_messages(ctx: OpContext, role: str, parents: list[Node], cfg: PromptCo
     sections.append(prompts.attempts_section(ctx, cfg))
     if role == "debug":
         sections.append(prompts.debug_history_section(ctx, parent))
+    sections.extend(extra)
     if role == "crossover":
         sections.append(prompts.solution_section(ctx, parents[0], cfg, "Solution A (your edits apply here)"))
         sections.append(prompts.solution_section(ctx, parents[1], cfg, "Solution B"))
     else:
-        label = "The task's baseline (edit this)" if role == "draft" else "Current solution (edit this)"
+        label = "The task's baseline (edit this)" if parent.id == "0000" else "Current solution (edit this)"
         sections.append(prompts.solution_section(ctx, parent, cfg, label))
-    sections.append(prompts.job_section(ctx, role, cfg, parent))
+    sections.append(prompts.job_section(ctx, role, cfg, parent, job))
     return [{"role": "system", "content": prompts.SYSTEM},
             {"role": "user", "content": assemble(sections, cfg.prompt_chars)}]
 
@@ -57,18 +62,21 @@ def _traceback_names_harness(ctx: OpContext, node: Node) -> bool:
 
 
 def edit(ctx: OpContext, parents: list[Node], action: Action, role: str, cfg: PromptConfig,
-         explored: bool = False) -> Proposal:
-    """Ask for an edit in ``role`` and apply the reply to the first parent's files."""
+         explored: bool = False, extra: Sequence[Section] = (), job: str | None = None,
+         reply_edits: Callable[[str], str] = lambda reply: reply) -> Proposal:
+    """Ask for an edit in ``role`` and apply the reply to the first parent's files (``reply_edits``
+    picks the part of the reply that holds the edits, for agents whose replies carry more)."""
     files = ctx.store.files(parents[0])
-    call = ctx.llm.complete(build_messages(ctx, role, parents, cfg, explored), operator=role)
+    call = ctx.llm.complete(build_messages(ctx, role, parents, cfg, explored, extra, job), operator=role)
     if call.error:
         return Proposal(files={}, edit_ok=False, feedback=f"LLM call failed: {call.error}", llm_calls=[call])
+    reply = reply_edits(call.response)
     if call.truncated:
-        return Proposal(files={}, plan=plan_of(call.response), edit_ok=False, llm_calls=[call], feedback=(
+        return Proposal(files={}, plan=plan_of(reply), edit_ok=False, llm_calls=[call], feedback=(
             f"Your reply was cut off at the token limit ({call.completion_tokens} tokens) before it ended, so "
             "none of it was applied. Send smaller edits: SEARCH/REPLACE blocks with only the lines that change."))
-    result = apply_edits(call.response, files, ctx.task.is_editable, cfg.edit_format)
-    return Proposal(files={**files, **result.files}, plan=plan_of(call.response), edit_ok=result.ok,
+    result = apply_edits(reply, files, ctx.task.is_editable, cfg.edit_format)
+    return Proposal(files={**files, **result.files}, plan=plan_of(reply), edit_ok=result.ok,
                     changed=result.changed, feedback=result.feedback, llm_calls=[call])
 
 
@@ -116,3 +124,81 @@ def bind(cfg: Any, roles: tuple[str, ...] = EDIT_ROLES, explored: bool = False) 
 def analyzer(cfg: Any) -> Analyzer:
     bound: Callable[[OpContext, Node], Analysis] = functools.partial(analyze, cfg=cfg)
     return bound
+
+
+# -- ideas (AI Scientist v1/v2) ------------------------------------------------------------------
+
+RATINGS = ("Interestingness", "Feasibility", "Novelty")
+
+
+def parse_idea(reply: str) -> dict[str, Any] | None:
+    """The last JSON object in a reply that names an idea (Name, Title, Experiment), ratings as ints."""
+    decoder = json.JSONDecoder()
+    found = None
+    for start in [m.start() for m in re.finditer(r"\{", reply)]:
+        try:
+            value, _ = decoder.raw_decode(reply[start:])
+        except ValueError:
+            continue
+        if isinstance(value, dict) and all(isinstance(value.get(k), str) and value[k].strip()
+                                           for k in ("Name", "Title", "Experiment")):
+            found = value
+    if found is None:
+        return None
+    idea = {k: str(found[k]).strip() for k in ("Name", "Title", "Experiment")}
+    for key in RATINGS:
+        try:
+            idea[key] = max(0, min(10, int(float(found.get(key, 0)))))
+        except (TypeError, ValueError):
+            idea[key] = 0
+    return idea
+
+
+def ideation_messages(ctx: OpContext, cfg: PromptConfig, parent: Node, known: list[dict]) -> list[dict[str, str]]:
+    sections = [prompts.task_section(ctx), prompts.setup_section(ctx),
+                prompts.data_section(ctx, cfg, priority=40),
+                prompts.solution_section(ctx, parent, cfg, "The code the ideas start from"),
+                prompts.ideas_section(known),
+                Section("Your job", [prompts.IDEA_JOB.format(metric=ctx.task.metric.name)], 100)]
+    return [{"role": "system", "content": prompts.IDEA_SYSTEM},
+            {"role": "user", "content": assemble(sections, cfg.prompt_chars)}]
+
+
+def ideate(ctx: OpContext, cfg: PromptConfig, parent: Node, count: int, reflections: int, novelty_check: bool,
+           known: Sequence[dict] = ()) -> tuple[list[dict[str, Any]], list[Any]]:
+    """AI Scientist's idea generation: ``count`` ideas, one at a time, each seeing the ideas before it and
+    refined over up to ``reflections`` rounds of one conversation (stopping at 'I am done'); then, with
+    ``novelty_check``, one judgement per idea (offline: against the baseline and the other ideas, since
+    no literature search is reachable from a sandboxed run). LLM calls only: no experiment."""
+    ideas: list[dict[str, Any]] = []
+    calls: list[Any] = []
+    for _ in range(count):
+        messages = ideation_messages(ctx, cfg, parent, [*known, *ideas])
+        idea = None
+        for round_ in range(1, max(reflections, 1) + 1):
+            if round_ > 1:
+                messages = messages + [{"role": "assistant", "content": call.response},
+                                       {"role": "user", "content": prompts.REFLECT_JOB.format(round=round_, total=reflections)}]
+            call = ctx.llm.complete(messages, operator="ideation")
+            calls.append(call)
+            if call.error:
+                break
+            idea = parse_idea(call.response) or idea
+            if round_ > 1 and "i am done" in call.response.lower():
+                break
+        if call.error and idea is None:
+            break  # the endpoint fails: stop rather than burn calls
+        if idea is not None and idea["Name"] not in {i["Name"] for i in [*known, *ideas]}:
+            ideas.append(idea)
+    for idea in ideas if novelty_check else ():
+        others = [i for i in [*known, *ideas] if i is not idea]
+        sections = [prompts.task_section(ctx), prompts.solution_section(ctx, parent, cfg, "The baseline's code"),
+                    prompts.ideas_section(others, "Other ideas"), Section("Idea to judge", [prompts.idea_text(idea)], 100),
+                    Section("Your job", [prompts.NOVELTY_JOB], 100)]
+        call = ctx.llm.complete([{"role": "system", "content": prompts.IDEA_SYSTEM},
+                                 {"role": "user", "content": assemble(sections, cfg.prompt_chars // 2)}], operator="novelty")
+        calls.append(call)
+        decision = re.findall(r"decision\s*:\s*(not\s+novel|novel)", call.response or "", re.IGNORECASE)
+        # a failed call leaves the idea unjudged, and an unjudged idea is kept: the filter drops only what it read
+        idea["novel"] = bool(call.error) or (bool(decision) and decision[-1].lower() == "novel")
+    return ideas, calls

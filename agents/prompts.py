@@ -63,6 +63,36 @@ ANALYZE_JOB = (
     "the most promising next step. Plain text, no code."
 )
 
+IDEA_SYSTEM = (
+    "You are an ambitious machine-learning researcher. You propose research ideas for a codebase; each idea "
+    "will be implemented and tested as a short series of experiments by a colleague, within fixed limits."
+)
+
+IDEA_JOB = (
+    "Propose the next research idea for this task: one change of method that you expect to improve {metric}, "
+    "testable as a short series of experiments on the code above and within the limits above. It must differ "
+    "from every idea listed under 'Ideas so far'. Rate it honestly from 1 to 10: Interestingness, Feasibility "
+    "(can it be implemented and run within the limits?) and Novelty (compared with the baseline's method and "
+    "the ideas so far).\n\n"
+    "Reply with a line starting 'Thought:' and a few sentences of reasoning, then one JSON object in a ```json "
+    "block with the keys \"Name\" (short, lowercase, underscores), \"Title\", \"Experiment\" (what to "
+    "implement and what to measure, concretely), \"Interestingness\", \"Feasibility\", \"Novelty\"."
+)
+
+REFLECT_JOB = (
+    "Round {round}/{total}. Reconsider the idea you just proposed: is it sound, feasible within the limits, "
+    "clearly different from the ideas so far, and specific enough to implement? Improve what is weak and "
+    "reply in the same format (a 'Thought:' line, then the JSON). If nothing needs to change, repeat the same "
+    "JSON and write 'I am done' after it."
+)
+
+NOVELTY_JOB = (
+    "Is the idea to judge (above) new compared with the baseline's method and with the other ideas listed? No literature "
+    "search is available: judge from the task, the code and the list. The baseline's method again, a minor "
+    "variant of a listed idea, or a renaming is not novel. Reply with one or two sentences of reasoning and end "
+    "with exactly 'Decision: novel' or 'Decision: not novel'."
+)
+
 TEXT_SUFFIXES = (".py", ".md", ".json", ".yaml", ".yml", ".txt", ".toml", ".cfg", ".sh")
 
 
@@ -263,10 +293,10 @@ def solution_section(ctx: OpContext, node: Node, cfg: PromptConfig, label: str) 
     return Section(label, [body(cfg.output_tail_chars), body(cfg.output_tail_chars // 3)], 90)
 
 
-def job_section(ctx: OpContext, role: str, cfg: PromptConfig, parent: Node) -> Section:
+def job_section(ctx: OpContext, role: str, cfg: PromptConfig, parent: Node, job: str | None = None) -> Section:
     from benchmark.edits import format_instructions
 
-    job = JOBS[role].format(metric=ctx.task.metric.name, reason=parent.bug_reason or "error")
+    job = job or JOBS[role].format(metric=ctx.task.metric.name, reason=parent.bug_reason or "error")
     text = f"{job}\n\n{RESPONSE}\n\n{format_instructions(cfg.edit_format)}{_token_note(ctx, role, parent)}"
     return Section("Your job", [text], 100)
 
@@ -289,3 +319,34 @@ def files_block(files: dict[str, str]) -> str:
 
 def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
+
+
+# -- ideas (AI Scientist) ------------------------------------------------------------------------
+
+
+def idea_text(idea: dict) -> str:
+    """An idea as the lines a prompt shows: title, experiment, the LLM's own ratings."""
+    ratings = ", ".join(f"{k} {idea.get(k, '?')}" for k in ("Interestingness", "Feasibility", "Novelty"))
+    return f"{idea.get('Title') or idea.get('Name')} ({ratings})\n  Experiment: {summarize(str(idea.get('Experiment', '')), 800)}"
+
+
+def ideas_section(ideas: list[dict], title: str = "Ideas so far") -> Section:
+    """Earlier ideas (with what came of them, when a policy recorded it), so a new one differs."""
+    if not ideas:
+        return Section(title, ["(none yet)"], 80)
+
+    def entry(idea: dict, detail: bool) -> str:
+        text = "- " + (idea_text(idea) if detail else str(idea.get("Title") or idea.get("Name")))
+        return text + (f"\n  Outcome: {idea['outcome']}" if idea.get("outcome") else "")
+
+    return Section(title, ["\n".join(entry(i, True) for i in ideas), "\n".join(entry(i, False) for i in ideas)], 80)
+
+
+def experiment_log_section(ctx: OpContext, rows: list[tuple[Node, str]], title: str = "Experiment log") -> Section:
+    """autoresearch's results table: every experiment, oldest first, with keep / discard / crash."""
+    if not rows:
+        return Section(title, ["(no experiments yet besides the baseline)"], 75)
+    lines = [f"- node {n.id}: {result_line(ctx, n)} | {status} | {summarize(n.plan, 160) or '(no description)'}"
+             for n, status in rows]
+    return Section(title + " (oldest first; keep = new best, discard = reverted, crash = failed)",
+                   ["\n".join(lines), "\n".join(lines[-15:])], 75)

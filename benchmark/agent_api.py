@@ -35,6 +35,9 @@ class Proposal:
     changed: bool = True  # False = a no-op edit (recorded, no experiment spent)
     feedback: str = ""  # why the edit failed or was a no-op, for the next prompt
     llm_calls: list[LLMCall] = field(default_factory=list)
+    # JSON the operator hands back to its policy (AI Scientist's generated ideas, its experiment notes),
+    # stored on the node as `memo`, so the policy reads it in observe() and a resumed run rebuilds it
+    memo: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -14,7 +14,7 @@ import os
 import random
 import signal
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -103,7 +103,8 @@ class Run:
             if llm_cfg.cache_dir is None:
                 llm_cfg.cache_dir = str(Path(self.cfg.results_dir) / "llm_cache")
             self.llm = LLMClient(llm_cfg, self.usage)
-        agent = self.agent_spec.build(agent_cfg, self.spec)
+        # the task as this run sees it: policies that plan by the budget (stages, phases) get the overrides
+        agent = self.agent_spec.build(agent_cfg, replace(self.spec, budget=self.budget))
         if policy_state is not None:
             agent.policy.load_state_dict(policy_state)
         return agent

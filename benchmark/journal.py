@@ -55,6 +55,7 @@ class Node:
     bug_reason: str = ""
     analysis: str = ""  # the agent's reading of the result (AIDE's review), when it has an analyzer
     analysis_error: str = ""  # why the analyzer gave no reading (crash, failed LLM call, budget)
+    memo: dict[str, Any] = field(default_factory=dict)  # the operator's JSON for its policy (Proposal.memo)
     llm_calls: list[dict[str, Any]] = field(default_factory=list)  # prompts/responses as blob digests
     created_at: float = 0.0
     finished_at: float = 0.0

@@ -67,6 +67,7 @@ class StepRunner:
             return StepResult(node, abandoned=str(exc))
         node.plan = proposal.plan[:TEXT_LIMIT]
         node.feedback = proposal.feedback[:TEXT_LIMIT]
+        node.memo = dict(proposal.memo)
         node.llm_calls = [self.store_call(call) for call in proposal.llm_calls]
         failed_call = next((c for c in reversed(proposal.llm_calls) if c.error), None)
         if not proposal.edit_ok:
