@@ -59,8 +59,13 @@ def _traceback_names_harness(ctx: OpContext, node: Node) -> bool:
 def edit(ctx: OpContext, parents: list[Node], action: Action, role: str, cfg: PromptConfig,
          explored: bool = False) -> Proposal:
     """Ask for an edit in ``role`` and apply the reply to the first parent's files."""
-    files = ctx.store.files(parents[0])
-    call = ctx.llm.complete(build_messages(ctx, role, parents, cfg, explored), operator=role)
+    return propose(ctx, ctx.store.files(parents[0]), build_messages(ctx, role, parents, cfg, explored), role, cfg)
+
+
+def propose(ctx: OpContext, files: dict[str, str], messages: list[dict[str, str]], operator: str,
+            cfg: PromptConfig) -> Proposal:
+    """One LLM call with ``messages``; its reply applied as edits to ``files`` (for agents with prompts of their own)."""
+    call = ctx.llm.complete(messages, operator=operator)
     if call.error:
         return Proposal(files={}, edit_ok=False, feedback=f"LLM call failed: {call.error}", llm_calls=[call])
     if call.truncated:

@@ -56,6 +56,8 @@ class Node:
     analysis: str = ""  # the agent's reading of the result (AIDE's review), when it has an analyzer
     analysis_error: str = ""  # why the analyzer gave no reading (crash, failed LLM call, budget)
     llm_calls: list[dict[str, Any]] = field(default_factory=list)  # prompts/responses as blob digests
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # commands the agent ran (benchmark/commands.py)
+    transcript: str = ""  # blob digest of the operator's JSON turns (tool-using agents), else ""
     created_at: float = 0.0
     finished_at: float = 0.0
 

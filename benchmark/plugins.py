@@ -27,7 +27,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 log = logging.getLogger(__name__)
 
 BUILTIN_PLUGINS = ("benchmark.builtin_plugin", "agents.greedy", "agents.aide", "agents.mcts", "agents.evolutionary",
-                   "agents.optuna_agent")
+                   "agents.optuna_agent", "agents.openevolve", "agents.react")
 
 
 class HookSpecs:
