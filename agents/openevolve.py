@@ -1,19 +1,17 @@
 """OpenEvolve (an AlphaEvolve re-implementation, v0.2.25) on our engine: MAP-Elites islands with an archive.
 
-Database (agent-scaffolds.md §6.1): every island keeps a feature grid (code length = `complexity`,
-mean distance to a max-min reference set of programs = `diversity`, each min-max scaled by running
-stats into `feature_bins`); a program lands in its cell when the cell is empty or it is fitter than
-the occupant, which then leaves the island (and the archive). Programs that lose their cell still
-join the island. The archive keeps the `archive_size` fittest working programs. Iteration i works on
-island i mod `num_islands`: the parent is drawn uniformly from the island (`exploration_ratio`),
-uniformly from the archive's members on the island, else from the whole archive
-(`exploitation_ratio`), or fitness-proportionally with weight max(fitness, 0.001) (the rest); the
-inspirations are other programs of the island drawn uniformly. The one operator, `evolve`, asks for
-SEARCH/REPLACE diffs of the parent with the island's previous attempts, its top and diverse programs
-and the inspirations in the prompt. There is no debug operator: a failed parent's output is in the
-prompt, so evolving it fixes it, as in OpenEvolve. Every `migration_interval` island-generations each
-island copies its top `migration_rate` share (at least one, never a migrant) to both ring neighbours,
-skipping copies whose code the target already holds.
+Database (agent-scaffolds.md §6.1): each island keeps a feature grid (`complexity` = code length,
+`diversity` = mean distance to a max-min reference set; min-max scaled by running stats into
+`feature_bins`); a program takes its cell when empty or when fitter than the occupant, which leaves
+the island and the archive; a program that loses still joins the island. The archive keeps the
+`archive_size` fittest working programs. Iteration i works on island i mod `num_islands`: the parent
+is uniform from the island (`exploration_ratio`), uniform from the archive's members on the island,
+else the whole archive (`exploitation_ratio`), or fitness-proportional with weight max(fitness,
+0.001); the inspirations are other island programs drawn uniformly. The one operator, `evolve`, asks
+for SEARCH/REPLACE diffs of the parent, showing the island's previous attempts, top and diverse
+programs and inspirations. No debug operator: a failed parent's output is in the prompt, so evolving
+it fixes it. Every `migration_interval` island-generations each island copies its top
+`migration_rate` share (>= 1, never a migrant) to both ring neighbours unless they hold that code.
 
 Differences, and why: the baseline is node 0000, run once by the engine like for every agent and seeded
 once, on island 0 (FML-bench evaluates it again for free and seeds every island, §7.1 #14); an empty
@@ -41,9 +39,6 @@ from benchmark.edits import format_instructions, unified_diff
 from benchmark.journal import OK, Node, NodeStore
 from benchmark.plugins import hookimpl
 from benchmark.task import Metric, TaskSpec
-
-FEATURES = ("complexity", "diversity")
-
 
 @dataclass
 class OpenEvolveConfig(PromptConfig):
@@ -91,7 +86,6 @@ class OpenEvolvePolicy:
         self.seeded = False
         self._stats_cache: dict[str, tuple[int, int, frozenset[str]]] = {}  # derived from the store
 
-    # -- fitness ---------------------------------------------------------------------------------
     def fitness(self, store: NodeStore, node_id: str) -> float:
         """Higher is better whatever the metric's direction; a failed run is -inf."""
         node = store.get(node_id)
@@ -109,7 +103,6 @@ class OpenEvolvePolicy:
     def ranked(self, store: NodeStore, ids: list[str]) -> list[str]:
         return sorted(ids, key=lambda i: -self.fitness(store, i))  # stable: older first on ties
 
-    # -- features --------------------------------------------------------------------------------
     def _code(self, store: NodeStore, node_id: str) -> tuple[int, int, frozenset[str]]:
         if node_id not in self._stats_cache:
             self._stats_cache[node_id] = code_stats(store.files(store.get(node_id)))
@@ -131,7 +124,7 @@ class OpenEvolvePolicy:
     def cell(self, store: NodeStore, node_id: str) -> str:
         values = {"complexity": float(self._code(store, node_id)[0]), "diversity": self.diversity(store, node_id)}
         bins = []
-        for name in FEATURES:
+        for name in ("complexity", "diversity"):
             lo, hi = self.stats.get(name, [values[name], values[name]])
             lo, hi = min(lo, values[name]), max(hi, values[name])
             self.stats[name] = [lo, hi]
@@ -139,7 +132,6 @@ class OpenEvolvePolicy:
             bins.append(min(int(scaled * self.cfg.feature_bins), self.cfg.feature_bins - 1))
         return "-".join(map(str, bins))
 
-    # -- database --------------------------------------------------------------------------------
     def add(self, store: NodeStore, node_id: str, island: int, migrant: bool = False) -> None:
         key, grid, members = self.cell(store, node_id), self.grids[island], self.islands[island]
         occupant = grid.get(key)
@@ -147,8 +139,7 @@ class OpenEvolvePolicy:
             if occupant is not None and occupant != node_id:
                 members.remove(occupant)
                 self.migrants = [m for m in self.migrants if m != [island, occupant]]
-                if occupant in self.archive:
-                    self.archive.remove(occupant)
+                self.archive = [a for a in self.archive if a != occupant]
             grid[key] = node_id
         if node_id not in members:
             members.append(node_id)
@@ -163,22 +154,18 @@ class OpenEvolvePolicy:
     def update_archive(self, store: NodeStore, node_id: str) -> None:
         if node_id in self.archive or self.fitness(store, node_id) == -math.inf:
             return
-        if len(self.archive) < self.cfg.archive_size:
+        worst = self.ranked(store, self.archive)[-1] if len(self.archive) >= self.cfg.archive_size else None
+        if worst is None:
             self.archive.append(node_id)
-            return
-        worst = self.ranked(store, self.archive)[-1]
-        if self.fitness(store, node_id) > self.fitness(store, worst):
+        elif self.fitness(store, node_id) > self.fitness(store, worst):
             self.archive[self.archive.index(worst)] = node_id
 
     def evict(self, store: NodeStore, node_id: str) -> None:
         self.programs.remove(node_id)
         self.archive = [a for a in self.archive if a != node_id]
         self.migrants = [m for m in self.migrants if m[1] != node_id]
-        for members, grid in zip(self.islands, self.grids):
-            if node_id in members:
-                members.remove(node_id)
-            for key in [k for k, v in grid.items() if v == node_id]:
-                del grid[key]
+        self.islands = [[m for m in members if m != node_id] for members in self.islands]
+        self.grids = [{k: v for k, v in grid.items() if v != node_id} for grid in self.grids]
 
     def migrate(self, store: NodeStore) -> None:
         """Each island's top share (never a migrant) is copied to both ring neighbours."""
@@ -193,7 +180,6 @@ class OpenEvolvePolicy:
                         self.add(store, program, target, migrant=True)
         self.last_migration = max(self.generations)
 
-    # -- sampling --------------------------------------------------------------------------------
     def sample(self, store: NodeStore, rng: random.Random, island: int) -> tuple[str, str]:
         """(parent id, how it was drawn) for an iteration on `island`."""
         members = self.islands[island]
@@ -258,14 +244,17 @@ def _program_entry(ctx: OpContext, node: Node, current: dict[str, str], kind: st
     diff = unified_diff(current, ctx.store.files(node))
     if not chars:
         return head
-    return f"{head}\n  its difference from the current program ({diff_stats(diff)}):\n```diff\n" \
-           f"{head_lines(diff, chars) or '(identical)'}\n```"
+    return f"{head}\n  how it differs from the current program (- current, + node {node.id}; {diff_stats(diff)}):" \
+           f"\n```diff\n{head_lines(diff, chars) or '(identical)'}\n```"
 
 
 def _programs_section(ctx: OpContext, title: str, entries: list[list[str]], current: dict[str, str],
-                      priority: int) -> Section:
-    nodes = [(ctx.store.get(i), kind) for i, kind in entries if i in ctx.store]
-    variants = ["\n".join(_program_entry(ctx, n, current, k, c) for n, k in nodes) for c in (4000, 1200, 0)]
+                      priority: int, shown: set[str]) -> Section:
+    """Programs as diffs against the current one; a program already shown above gets its head line only."""
+    nodes = [(ctx.store.get(i), kind, i in shown) for i, kind in entries if i in ctx.store]
+    shown.update(i for i, _ in entries)
+    variants = ["\n".join(_program_entry(ctx, n, current, k, 0 if seen else c) for n, k, seen in nodes)
+                for c in (4000, 1200, 0)]
     return Section(title, variants if nodes else [""], priority)
 
 
@@ -277,14 +266,18 @@ def build_messages(ctx: OpContext, parent: Node, action: Action, cfg: OpenEvolve
              f"{summarize(n.plan, 300) or '(no plan)'}" for n in previous[::-1]]
     job = FIX.format(reason=parent.bug_reason or "error") + " " if parent.executed and parent.status != OK else ""
     job += JOB.format(metric=ctx.task.metric.name, direction=ctx.task.metric.direction)
+    drawn = {"explore": "drawn uniformly from the island", "exploit": "an elite from the archive",
+             "weighted": "drawn in proportion to fitness", "best": "the best program overall: the island is empty"}
+    where = f"Island {island} of {cfg.num_islands}; the current program is {drawn.get(hints.get('mode'), 'given')}."
+    shown: set[str] = {parent.id}
     sections = [prompts.task_section(ctx), prompts.setup_section(ctx),
                 prompts.harness_section(ctx, full=not any(n.llm_calls for n in ctx.store)),
                 prompts.data_section(ctx, cfg, priority=40),
                 Section(f"Previous attempts on island {island} (newest first)", ["\n".join(lines) or "(none yet)"], 70),
-                _programs_section(ctx, "Top programs on this island", [[i, ""] for i in hints.get("top", [])], files, 65),
-                _programs_section(ctx, "Diverse programs", [[i, ""] for i in hints.get("diverse", [])], files, 45),
-                _programs_section(ctx, "Inspirations", hints.get("inspirations", []), files, 55),
-                prompts.solution_section(ctx, parent, cfg, f"Current program (node {parent.id}; edit this)"),
+                _programs_section(ctx, "Top programs", [[i, ""] for i in hints.get("top", [])], files, 65, shown),
+                _programs_section(ctx, "Diverse programs", [[i, ""] for i in hints.get("diverse", [])], files, 45, shown),
+                _programs_section(ctx, "Inspirations", hints.get("inspirations", []), files, 55, shown),
+                prompts.solution_section(ctx, parent, cfg, f"Current program (node {parent.id}; edit this). {where}"),
                 Section("Your job", [f"{job}\n\n{prompts.RESPONSE}\n\n{format_instructions(cfg.edit_format)}"], 100)]
     return [{"role": "system", "content": prompts.SYSTEM},
             {"role": "user", "content": assemble(sections, cfg.prompt_chars)}]

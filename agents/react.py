@@ -1,27 +1,24 @@
 """A ReAct agent with FARBench's action protocol (benchmarks.md §1.3-1.4), and MLRB's supervisor-worker variant.
 
-Each turn the LLM replies with one JSON action; any combination of its fields, applied in FARBench's
+Each turn the LLM replies with one JSON action, any combination of fields, applied in FARBench's
 order: `files_to_write` (full contents of editable files; SEARCH/REPLACE blocks after the JSON work
-too), `command` (one bash command, run by the harness in the val sandbox over the current files:
-public data only, no labels, no test inputs, no network; its time is charged to the compute budget),
-`submit_eval` (skipped if the command in the same action failed: the current files become one
-experiment, the harness's val phase plus evaluator), and `done` (the conversation ends). A reply
-that is not a valid action is a recorded failed turn, answered with the error.
+too), `command` (one bash command the harness runs in the val sandbox over the current files: public
+data only, no labels, no test inputs, no network; its time is charged to the compute budget,
+benchmark/commands.py), `submit_eval` (skipped if that command failed: the files become one
+experiment, val phase plus evaluator), `done` (the conversation ends). An invalid reply is a
+recorded failed turn, answered with the error.
 
-Engine mapping: one node = the turns up to and including one `submit_eval` (one experiment), or up to
-`done`, or `max_turns_per_experiment` turns without either (a no-op node, no experiment; the
-conversation goes on in the next node). The conversation is the state, and it lives in the store:
-each node keeps its turns (node.transcript) and the policy is a pure function of the store, so a run
-killed by SIGKILL resumes at the last finished node with the same conversation, and only the node in
-flight is re-asked. The prompt is bounded: the last `history_detail` turns verbatim (assistant reply
-and observation, output tails capped), older ones as one line each, at most `history_entries`
-lines, and the context under `prompt_chars` (text.assemble).
+One node = the turns up to one `submit_eval` (one experiment), or up to `done`, or
+`max_turns_per_experiment` turns without either (a no-op node; the conversation goes on). The
+conversation is the state and lives in the store (node.transcript); the policy is a pure function
+of the store, so a SIGKILLed run resumes with the same conversation and re-asks only the node in
+flight. The prompt is bounded: the last `history_detail` turns verbatim (output tails capped), older
+ones one line each, at most `history_entries`, the context under `prompt_chars`.
 
-Parallel: `conversations` independent conversations (lanes, default 1), one node in flight each. One
-conversation cannot run turns in parallel (each turn reads the last observation), so with
-parallel=K > conversations the extra slots stay idle. `supervisor=true` is MLRB's variant: before
-each experiment a supervisor call (operator `supervise`) reads the experiments so far and writes the
-assignment; a fresh worker conversation carries it out with the same tools and reports by submitting.
+Parallel: `conversations` independent conversations (lanes), one node in flight each: a turn needs
+the previous observation, so one conversation cannot use more slots. `supervisor=true` is MLRB's
+variant: before each experiment a supervisor call (`supervise`) reads all results so far and writes
+an assignment; a fresh worker conversation on the best solution carries it out with the same tools.
 """
 
 from __future__ import annotations
@@ -63,16 +60,14 @@ SYSTEM = (
     "Reply with ONE JSON object (optionally in a ```json block) with any of these fields:\n"
     '  "reasoning": what you observed, what you conclude, what you do next (always give it);\n'
     '  "files_to_write": {"path": "full new contents"} for editable files;\n'
-    '  "command": one bash command, run in the code directory (e.g. "python -c ..." to inspect the data, or '
-    "a quick check of your code); you get its exit code and the tail of its output;\n"
-    '  "submit_eval": true to run the current files as one experiment: the harness runs the val phase and '
-    "scores it on validation labels you never see;\n"
+    '  "command": one bash command run in the code directory (inspect the data, check your code); you get its '
+    "exit code and the tail of its output;\n"
+    '  "submit_eval": true to run the current files as one experiment, scored on validation labels you never see;\n'
     '  "done": true (with "done_reason") to stop for good.\n'
-    "Order within a turn: files are written, then the command runs, then the evaluation (skipped if the "
-    "command failed). Instead of files_to_write you may put SEARCH/REPLACE blocks after the JSON. Commands "
-    "run without network, labels or test inputs; each file you write persists, but anything a command "
-    "creates is gone after it ends. Command time counts against the compute budget; only submit_eval "
-    "spends an experiment."
+    "Within a turn: files are written, then the command runs, then the evaluation (skipped if the command "
+    "failed). Instead of files_to_write you may put SEARCH/REPLACE blocks after the JSON. Commands run "
+    "without network, labels or test inputs; files you write persist, anything a command creates is gone "
+    "after it ends. Command time counts against the compute budget; only submit_eval spends an experiment."
 )
 
 
@@ -90,16 +85,16 @@ def lane_history(ctx: OpContext, lane: int) -> list[dict[str, Any]]:
     for node in lane_nodes(ctx.store, lane):
         for turn in _transcript(ctx.store, node):
             if turn.get("submitted") and node.executed:
-                turn = {**turn, "observation": turn["observation"] + "\n" + _result(ctx, node)}
+                turn = {**turn, "observation": f"{turn['observation']}\n{_result(ctx, node)}",
+                        "line": f"{turn['line']} -> node {node.id}: {prompts.result_line(ctx, node)}"}
             turns.append(turn)
     return turns
 
 
 def _result(ctx: OpContext, node: Node) -> str:
-    best = ctx.store.best()
-    text = f"Experiment node {node.id}: {prompts.result_line(ctx, node)}; metrics: {prompts.metrics_line(node)}" \
-           f"{' (the best so far)' if best is not None and best.id == node.id else ''}; it took {node.seconds:.1f} s."
-    return text + "\n" + prompts.output_tail(ctx, node, 1500)
+    best = " (the best so far)" if (ctx.store.best() or node).id == node.id and node.primary is not None else ""
+    return f"Experiment node {node.id}: {prompts.result_line(ctx, node)}; metrics: {prompts.metrics_line(node)}{best}; " \
+           f"it took {node.seconds:.1f} s.\n{prompts.output_tail(ctx, node, 1500)}"
 
 
 class ReactPolicy(StatelessPolicy):
@@ -124,7 +119,9 @@ class ReactPolicy(StatelessPolicy):
 def parse_action(reply: str) -> tuple[dict[str, Any] | None, str]:
     """The JSON action in a reply, or why there is none."""
     fenced = re.search(r"```(?:json)?\s*\n(\{.*?\})\s*\n```", reply, re.DOTALL)
-    text = fenced.group(1) if fenced else reply[reply.find("{"):] if "{" in reply else ""
+    if not fenced and "{" not in reply:
+        return None, "no JSON object in the reply"
+    text = fenced.group(1) if fenced else reply[reply.find("{"):]
     try:
         action, _ = json.JSONDecoder().raw_decode(text)
     except ValueError as exc:
@@ -144,7 +141,7 @@ def parse_action(reply: str) -> tuple[dict[str, Any] | None, str]:
 
 def _command_observation(result: Any, cfg: ReactConfig) -> tuple[str, str]:
     """(what the LLM sees now, one history line) for a command result."""
-    if result.refused:
+    if result.refused:  # nothing ran
         return f"command refused: {result.refused}", f"refused: {result.refused}"
     status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
     full = f"command finished: {status} after {result.seconds:.1f} s\nstdout:\n" \
@@ -175,10 +172,10 @@ def take_turn(ctx: OpContext, reply: str, files: dict[str, str], last_eval: dict
         elif not edited.ok:
             seen.append(f"error: SEARCH/REPLACE not applied: {edited.feedback}")
     if wrote:
-        seen.append(f"wrote {', '.join(sorted(wrote))}")
         line.append(f"wrote {', '.join(sorted(wrote))}")
+        seen.append(line[-1])
     kinds = (["files_to_write"] if wrote else []) + [k for k in ("command", "submit_eval", "done") if action.get(k)]
-    command_ok = True
+    command_ok = True  # FARBench: a failed command in the same action skips the evaluation
     if action.get("command"):
         result = ctx.run_command(dict(files), action["command"], cfg.command_timeout_s)
         compute_used[0] += result.seconds
@@ -201,9 +198,9 @@ def take_turn(ctx: OpContext, reply: str, files: dict[str, str], last_eval: dict
         line.append(f"done: {summarize(str(action.get('done_reason') or ''), 200)}")
     if not kinds:
         seen.append("error: the action did nothing; give files_to_write, command, submit_eval or done")
-    reasoning = summarize(str(action.get("reasoning") or ""), 300)
-    return {**turn, "kinds": kinds or ["empty"], "wrote": wrote, "observation": "\n".join(seen),
-            "line": (f"{reasoning} -> " if reasoning else "") + ("; ".join(line) or "nothing done")}
+    reasoning = summarize(str(action.get("reasoning") or ""), 1200)
+    return {**turn, "kinds": kinds or ["empty"], "wrote": wrote, "observation": "\n".join(seen), "reasoning": reasoning,
+            "line": (f"{summarize(reasoning, 300)} -> " if reasoning else "") + ("; ".join(line) or "nothing done")}
 
 
 def _context(ctx: OpContext, cfg: ReactConfig, older: list[dict[str, Any]], files: dict[str, str],
@@ -284,8 +281,7 @@ def react(ctx: OpContext, parents: list[Node], action: Action, cfg: ReactConfig)
             return Proposal(files={}, edit_ok=False, feedback=f"LLM call failed: {call.error}", llm_calls=calls,
                             transcript=turns)
         turns.append(take_turn(ctx, call.response, files, last_eval, cfg, used))
-        plan = f"{instruction}\nworker: " if instruction else ""
-        plan += summarize(str((parse_action(call.response)[0] or {}).get("reasoning", "")), 1200)
+        plan = (f"{instruction}\nworker: " if instruction else "") + turns[-1].get("reasoning", "")
         if turns[-1].get("submitted"):
             return Proposal(files=dict(files), plan=plan, llm_calls=calls, transcript=turns)
         if turns[-1].get("done"):
@@ -296,8 +292,7 @@ def react(ctx: OpContext, parents: list[Node], action: Action, cfg: ReactConfig)
 
 
 def build(cfg: ReactConfig, task: TaskSpec) -> Agent:
-    return Agent(policy=ReactPolicy(cfg),
-                 operators={"react": lambda ctx, parents, action: react(ctx, parents, action, cfg)})
+    return Agent(policy=ReactPolicy(cfg), operators={"react": lambda ctx, parents, act: react(ctx, parents, act, cfg)})
 
 
 @hookimpl
