@@ -8,17 +8,13 @@ benchmark/commands.py), `submit_eval` (skipped if that command failed: the files
 experiment, val phase plus evaluator), `done` (the conversation ends). An invalid reply is a
 recorded failed turn, answered with the error.
 
-One node = the turns up to one `submit_eval` (one experiment), or up to `done`, or
-`max_turns_per_experiment` turns without either (a no-op node; the conversation goes on). The
-conversation is the state and lives in the store (node.transcript); the policy is a pure function
-of the store, so a SIGKILLed run resumes with the same conversation and re-asks only the node in
-flight. The prompt is bounded: the last `history_detail` turns verbatim (output tails capped), older
-ones one line each, at most `history_entries`, the context under `prompt_chars`.
-
-Parallel: `conversations` independent conversations (lanes), one node in flight each: a turn needs
-the previous observation, so one conversation cannot use more slots. `supervisor=true` is MLRB's
-variant: before each experiment a supervisor call (`supervise`) reads all results so far and writes
-an assignment; a fresh worker conversation on the best solution carries it out with the same tools.
+One node = the turns up to one `submit_eval`, or `done`, or `max_turns_per_experiment` turns (a
+no-op node; the conversation goes on). The conversation lives in the store (node.transcript) and the
+policy is a pure function of it, so a SIGKILLed run resumes with the same conversation. The prompt is
+bounded: the last `history_detail` turns verbatim, older ones a line each (`history_entries`).
+`conversations` independent conversations run one node in flight each (a turn needs the previous
+observation). `supervisor=true` is MLRB's variant: a `supervise` call writes each assignment from all
+results so far; a fresh worker conversation on the best solution carries it out. See docs/agents.md.
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ from typing import Any, Callable
 
 from agents import prompts
 from agents.prompts import PromptConfig
-from agents.text import Section, assemble, summarize, tail_lines
+from agents.text import Section, assemble, head_lines, summarize, tail_lines
 from agents.tree import ROOT
 from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
 from benchmark.edits import apply_edits, format_instructions
@@ -42,8 +38,7 @@ from benchmark.task import TaskSpec
 @dataclass
 class ReactConfig(PromptConfig):
     name: str = "react"
-    # FARBench's prompt limits (benchmarks.md §1.3): history <= 20 entries, the last 3 in detail, stdout tail
-    # 2000 / stderr tail 1000 chars for the latest command, 300 chars of stdout per history line.
+    # FARBench's prompt limits (benchmarks.md §1.3): history <= 20 entries, last 3 in detail, tails 2000/1000/300
     history_entries: int = 20
     history_detail: int = 3
     stdout_tail_chars: int = 2000
@@ -60,8 +55,8 @@ SYSTEM = (
     "Reply with ONE JSON object (optionally in a ```json block) with any of these fields:\n"
     '  "reasoning": what you observed, what you conclude, what you do next (always give it);\n'
     '  "files_to_write": {"path": "full new contents"} for editable files;\n'
-    '  "command": one bash command run in the code directory (inspect the data, check your code); you get its '
-    "exit code and the tail of its output;\n"
+    '  "command": one bash command run in the code directory (inspect data, check code): you get its exit code '
+    "and output tail;\n"
     '  "submit_eval": true to run the current files as one experiment, scored on validation labels you never see;\n'
     '  "done": true (with "done_reason") to stop for good.\n'
     "Within a turn: files are written, then the command runs, then the evaluation (skipped if the command "
@@ -203,19 +198,24 @@ def take_turn(ctx: OpContext, reply: str, files: dict[str, str], last_eval: dict
             "line": (f"{summarize(reasoning, 300)} -> " if reasoning else "") + ("; ".join(line) or "nothing done")}
 
 
+def sandbox_note(ctx: OpContext) -> str:
+    val = " ".join(ctx.task.phases["val"]).replace("{python}", "python").replace("{data}", str(ctx.public_dir))
+    return (f"Commands run with bash in a fresh copy of the code directory holding your current files, with a private "
+            f"writable /tmp. The public data is at {ctx.public_dir} (read-only). An experiment runs `{val}` and the "
+            "harness scores what it writes to {output}; you can run that yourself with --out /tmp/out to check your "
+            "code (no score: the labels are not there). Commands and experiments share the compute budget.")
+
+
 def _context(ctx: OpContext, cfg: ReactConfig, older: list[dict[str, Any]], files: dict[str, str],
              instruction: str, lane: int) -> str:
-    runs = [n for n in lane_nodes(ctx.store, lane) if n.executed] if not cfg.supervisor else \
-        [n for n in ctx.store if n.executed and n.step > 0]
+    runs = [n for n in (ctx.store if cfg.supervisor else lane_nodes(ctx.store, lane)) if n.executed and n.step > 0]
     shown = older[-cfg.history_entries:]
     lines = [f"({len(older) - len(shown)} earlier turns omitted)"] if len(older) > len(shown) else []
     lines += [f"- {t['line']}" for t in shown]
     sections = [prompts.task_section(ctx), prompts.setup_section(ctx),
                 prompts.harness_section(ctx, full=not any(n.llm_calls for n in ctx.store)),
                 prompts.data_section(ctx, cfg, priority=40),
-                Section("Sandbox", [f"Commands run with bash in a fresh copy of the code directory holding your current "
-                                    f"files. The public data is at {ctx.public_dir} (read-only). An experiment runs: "
-                                    f"{' '.join(ctx.task.phases['val'])} with {{data}} = that path."], 98),
+                Section("Sandbox", [sandbox_note(ctx)], 98),
                 Section("Experiments so far", ["\n".join(f"- node {n.id}: {prompts.result_line(ctx, n)}; "
                                                          f"{summarize(n.plan, 300)}" for n in runs) or "(none yet)"], 75),
                 Section("Earlier turns (one line each)", ["\n".join(lines), ""] if lines else [""], 50),
@@ -233,8 +233,7 @@ def build_messages(ctx: OpContext, cfg: ReactConfig, history: list[dict[str, Any
                 {"role": "user", "content": _context(ctx, cfg, history[:len(history) - len(recent)], files,
                                                      instruction, lane)}]
     for turn in recent:
-        messages.append({"role": "assistant", "content": summarize(turn["reply"], 8000) if len(turn["reply"]) > 8000
-                         else turn["reply"]})
+        messages.append({"role": "assistant", "content": head_lines(turn["reply"], 8000)})  # whole files can be long
         messages.append({"role": "user", "content": turn["observation"] or "(no output)"})
     messages[-1]["content"] += f"\n\n{status}"
     return messages

@@ -248,3 +248,23 @@ def test_killed_react_run_resumes_the_same_conversation(toy, tmp_path: Path) -> 
     later = [r["node"] for r in journal_records(run_dir) if r["kind"] == "finished"][2]["llm_calls"][0]
     prompt = BlobStore(run_dir / "blobs").text(later["messages"])
     assert "cat params.json" in prompt  # the resumed node's prompt carries the turns before the kill
+
+
+def test_supervisor_assigns_and_a_fresh_worker_starts_from_the_best(tmp_path) -> None:
+    llm = FakeLLM(["Try slope 3: the data look linear with slope near 3.",
+                   _act(files_to_write={"params.json": '{"slope": 3.0}'}, submit_eval=True)])
+    ctx = _ctx(tmp_path, llm=llm, commands=[])
+    old = ctx.store.get("0000")
+    worse = Tree(tmp_path / "x").add("react", ("0000",), 9.0, hints={"lane": 0})  # an earlier, worse conversation
+    worse.transcript = ctx.store.blobs.put(json.dumps([{"reply": "r", "kinds": ["command"], "line": "ran ls",
+                                                        "observation": "SECRET-OLD-TURN"}]))
+    worse.step, worse.id, worse.files = 1, "0001", dict(old.files)
+    ctx.store.add(worse)
+    cfg = ReactConfig(supervisor=True)
+    action = ReactPolicy(cfg).next_action(ctx.store, random.Random(0))
+    assert action.parents == ("0000",)  # the best so far (lower is better: 3.0 < 9.0), not the lane's last node
+    proposal = react(ctx, [ctx.store.get("0000")], action, cfg)
+    assert [op for op, _ in llm.seen] == ["supervise", "react"]
+    worker = "\n".join(m["content"] for m in llm.seen[1][1])
+    assert "Try slope 3" in worker and "SECRET-OLD-TURN" not in worker  # a fresh worker with its assignment
+    assert proposal.changed and proposal.plan.startswith("Try slope 3")
