@@ -135,8 +135,10 @@ def test_state_round_trips_through_json(tmp_path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # several causality runs; on a loaded machine each takes minutes
 def test_openevolve_edits_causality_end_to_end(causality, tmp_path: Path) -> None:
     summary, _ = run_inprocess("agent=openevolve", "task=causality", "budget.steps=3", "budget.step_timeout_s=600",
+                               "budget.test_timeout_s=900",
                                f"results_dir={tmp_path}",
                                "llm=scripted", f"llm.script={FIXTURES / 'scripts' / 'causality_openevolve.yaml'}")
     nodes = [r["node"] for r in journal_records(Path(summary["run_dir"])) if r["kind"] == "finished"]

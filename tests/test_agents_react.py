@@ -202,12 +202,14 @@ def test_commands_charge_compute_and_only_submit_spends_an_experiment(toy, tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # several causality runs; on a loaded machine each takes minutes
 def test_react_edits_causality_end_to_end(causality, tmp_path: Path) -> None:
     replies = [_act(command="python -c \"import pandas as pd; print(pd.read_csv('" + str(causality.public_dir)
                     + "/train.csv').groupby('t').y.mean())\""),
                _act(submit_eval=True) + "\n" + _sr("params.json", '  "learner": "x",', '  "learner": "t",'),
                _act(done=True, done_reason="one experiment is enough for this test")]
     summary, _ = run_inprocess("agent=react", "task=causality", "budget.steps=3", "budget.step_timeout_s=600",
+                               "budget.test_timeout_s=900",
                                f"results_dir={tmp_path}", "llm=scripted",
                                f"llm.script={_script(tmp_path / 'c.jsonl', replies)}")
     nodes = [r["node"] for r in journal_records(Path(summary["run_dir"])) if r["kind"] == "finished"]
