@@ -25,8 +25,8 @@ from benchmark.journal import BlobStore
 from benchmark.safefs import discard_tree
 from benchmark.workspace import PreparedTask
 
-OUTPUT_CAP_BYTES = 256 * 1024  # per stream, kept by the executor (head and tail) and stored as a blob
-RETURN_CHARS = 20000  # per stream, the tail handed back to the agent
+OUTPUT_CAP_BYTES = 256 * 1024  # per stream, what the executor keeps (head and tail)
+RETURN_CHARS = 20000  # per stream, the tail handed back to the agent and stored on the node
 
 
 @dataclass
