@@ -66,8 +66,14 @@ def edit(ctx: OpContext, parents: list[Node], action: Action, role: str, cfg: Pr
          reply_edits: Callable[[str], str] = lambda reply: reply) -> Proposal:
     """Ask for an edit in ``role`` and apply the reply to the first parent's files (``reply_edits``
     picks the part of the reply that holds the edits, for agents whose replies carry more)."""
-    files = ctx.store.files(parents[0])
-    call = ctx.llm.complete(build_messages(ctx, role, parents, cfg, explored, extra, job), operator=role)
+    messages = build_messages(ctx, role, parents, cfg, explored, extra, job)
+    return propose(ctx, ctx.store.files(parents[0]), messages, role, cfg, reply_edits)
+
+
+def propose(ctx: OpContext, files: dict[str, str], messages: list[dict[str, str]], operator: str,
+            cfg: PromptConfig, reply_edits: Callable[[str], str] = lambda reply: reply) -> Proposal:
+    """One LLM call with ``messages``; its reply applied as edits to ``files`` (for agents with prompts of their own)."""
+    call = ctx.llm.complete(messages, operator=operator)
     if call.error:
         return Proposal(files={}, edit_ok=False, feedback=f"LLM call failed: {call.error}", llm_calls=[call])
     reply = reply_edits(call.response)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
+    from benchmark.commands import CommandResult
     from benchmark.journal import Node, NodeStore
     from benchmark.llm import LLMCall, LLMClient
     from benchmark.task import Budget, TaskSpec
@@ -38,6 +39,8 @@ class Proposal:
     # JSON the operator hands back to its policy (AI Scientist's generated ideas, its experiment notes),
     # stored on the node as `memo`, so the policy reads it in observe() and a resumed run rebuilds it
     memo: dict[str, Any] = field(default_factory=dict)
+    transcript: list[dict[str, Any]] = field(default_factory=list)  # JSON turns (a tool-using agent's
+    # conversation), stored as a blob on the node (node.transcript) for the agent to rebuild its state
 
 
 @dataclass
@@ -49,6 +52,11 @@ class OpContext:
     steps_left: int
     budget: Budget | None = None  # this run's effective budget (the task's, with command-line overrides)
     public_dir: Path | None = None  # the task's public data, read-only (for data previews)
+    compute_left_s: float = float("inf")  # compute budget left when the node started
+    # run_command(files, shell_command, timeout_s) -> benchmark.commands.CommandResult: a shell command in
+    # the val sandbox over `files`, no evaluator; its seconds are charged to compute and recorded on the
+    # node by the harness (benchmark/commands.py). Set by the worker for each node.
+    run_command: Callable[[dict[str, str], str, float], CommandResult] | None = None
 
 
 @dataclass

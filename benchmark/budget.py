@@ -28,7 +28,8 @@ class Counters:
         self.statuses[node.status] = self.statuses.get(node.status, 0) + 1
         if node.executed and node.step > 0:
             self.experiments += 1
-        self.compute_s = round(self.compute_s + node.seconds, 3)
+        # experiment time plus the time of the agent's own commands (benchmark/commands.py)
+        self.compute_s = round(self.compute_s + node.seconds + sum(t["seconds"] for t in node.tool_calls), 3)
         self.unexecuted_in_a_row = 0 if node.executed else self.unexecuted_in_a_row + 1
 
 

@@ -194,7 +194,8 @@ class Run:
         return OpContext(task=self.spec, store=self.store, llm=self.llm,
                          rng=random.Random(f"{self.cfg.seed}:{step}:operator"),
                          steps_left=self.budget.steps - self.counters.experiments - others_in_flight,
-                         budget=self.budget, public_dir=self.prepared.public_dir)
+                         budget=self.budget, public_dir=self.prepared.public_dir,
+                         compute_left_s=self.budget.compute_hours * 3600 - self.counters.compute_s)
 
     def _baseline(self, agent: Agent) -> None:
         """The task's own code, run first and reviewed like any node (a budget stop resurfaces at the next call)."""

@@ -57,6 +57,8 @@ class Node:
     analysis_error: str = ""  # why the analyzer gave no reading (crash, failed LLM call, budget)
     memo: dict[str, Any] = field(default_factory=dict)  # the operator's JSON for its policy (Proposal.memo)
     llm_calls: list[dict[str, Any]] = field(default_factory=list)  # prompts/responses as blob digests
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # commands the agent ran (benchmark/commands.py)
+    transcript: str = ""  # blob digest of the operator's JSON turns (tool-using agents), else ""
     created_at: float = 0.0
     finished_at: float = 0.0
 

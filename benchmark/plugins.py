@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 BUILTIN_PLUGINS = ("benchmark.builtin_plugin", "agents.greedy", "agents.aide", "agents.mcts", "agents.evolutionary",
                    "agents.optuna_agent", "agents.autoresearch", "agents.adaptivesearch", "agents.ai_scientist_v1",
-                   "agents.ai_scientist_v2")
+                   "agents.ai_scientist_v2", "agents.openevolve", "agents.react")
 
 
 class HookSpecs:

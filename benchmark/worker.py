@@ -9,6 +9,7 @@ its own step with its traceback on the node, never the run.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import traceback
@@ -18,6 +19,7 @@ from typing import Any
 
 from benchmark import display as show
 from benchmark.agent_api import Action, Agent, OpContext, Proposal
+from benchmark.commands import CommandRunner
 from benchmark.display import Display
 from benchmark.edits import unified_diff
 from benchmark.errors import BudgetExhausted
@@ -61,10 +63,17 @@ class StepRunner:
     def step(self, agent: Agent, node: Node, action: Action, ctx: OpContext) -> StepResult:
         """Propose, run the experiment when the proposal changed something, then let the agent review it."""
         self.display.job(node.id, label(node), show.PROPOSING if ctx.llm is not None else show.PROPOSING_NO_LLM)
+        commands = CommandRunner(self.prepared, self.executor, self.blobs, self.scratch_root / f"{node.id}-cmd",
+                                 self.budget.step_timeout_s, ctx.compute_left_s, self.seed)
+        ctx = dataclasses.replace(ctx, run_command=commands.run)
         try:
             proposal, agent_failed = self._propose(agent, ctx, action)
         except BudgetExhausted as exc:
             return StepResult(node, abandoned=str(exc))
+        finally:  # recorded by the harness, not the operator, so every command's time is charged
+            node.tool_calls = commands.records
+        if proposal.transcript:
+            node.transcript = self.blobs.put(json.dumps(proposal.transcript, sort_keys=True, ensure_ascii=False))
         node.plan = proposal.plan[:TEXT_LIMIT]
         node.feedback = proposal.feedback[:TEXT_LIMIT]
         node.memo = dict(proposal.memo)

@@ -1,0 +1,101 @@
+"""Shell commands an agent runs between experiments (a ReAct agent's `command` tool), run by the harness.
+
+A command is not an experiment: it gets exactly the val phase's sandbox (the node's files laid over
+the pristine baseline, the public data read-only, no labels, no test inputs, no network, the task's
+limits, a clean environment) but no evaluator runs and no metric is read, so a command can never
+spend or fake an experiment. Its wall time counts against the compute budget: the worker keeps one
+`CommandRunner` per node, hands the operator `runner.run` as `ctx.run_command`, and records every
+command on the node (`node.tool_calls`) itself, whatever the operator reports, so an agent cannot
+hide the time it used. Output is untrusted text shown back to an LLM: it is capped at the source
+(the executor keeps head and tail of each stream) and again in what `run` returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmark.executors.base import Executor
+from benchmark.experiment import materialize, phase_job
+from benchmark.journal import BlobStore
+from benchmark.safefs import discard_tree
+from benchmark.workspace import PreparedTask
+
+OUTPUT_CAP_BYTES = 256 * 1024  # per stream, what the executor keeps (head and tail)
+RETURN_CHARS = 20000  # per stream, the tail handed back to the agent and stored on the node
+
+
+@dataclass
+class CommandResult:
+    """What the agent sees of one command."""
+
+    command: str
+    exit_code: int | None
+    timed_out: bool
+    seconds: float
+    stdout: str
+    stderr: str
+    refused: str = ""  # why the harness did not run it (compute budget spent, bad files); nothing ran
+
+    def to_record(self, blobs: BlobStore) -> dict[str, Any]:
+        return {"kind": "command", "command": self.command[:2000], "exit_code": self.exit_code,
+                "timed_out": self.timed_out, "seconds": self.seconds, "refused": self.refused,
+                "stdout": blobs.put(self.stdout), "stderr": blobs.put(self.stderr)}
+
+
+class CommandRunner:
+    """Runs one node's commands, one at a time, and keeps the record the engine charges."""
+
+    def __init__(self, prepared: PreparedTask, executor: Executor, blobs: BlobStore, scratch: Path,
+                 step_timeout_s: float, compute_left_s: float, seed: int = 0):
+        self.prepared, self.executor, self.blobs, self.scratch = prepared, executor, blobs, scratch
+        self.step_timeout_s, self.compute_left_s, self.seed = step_timeout_s, compute_left_s, seed
+        self.records: list[dict[str, Any]] = []
+        self.seconds = 0.0
+        self._lock = threading.Lock()  # one command at a time per node (one scratch dir)
+
+    def left_s(self) -> float:
+        """Compute seconds this node may still spend on commands."""
+        return max(self.compute_left_s - self.seconds, 0.0)
+
+    def run(self, files: dict[str, str], command: str, timeout_s: float) -> CommandResult:
+        """Run `command` with bash in the val sandbox over `files`; timeout capped by the step timeout
+        and by the compute budget left."""
+        with self._lock:
+            limit = min(float(timeout_s), self.step_timeout_s, self.left_s())
+            result = self._run(files, command, limit) if limit >= 1.0 else CommandResult(
+                command, None, False, 0.0, "", "", refused="the compute budget is spent; no command may run")
+            self.seconds = round(self.seconds + result.seconds, 3)
+            self.records.append(result.to_record(self.blobs))
+            return result
+
+    def _run(self, files: dict[str, str], command: str, timeout_s: float) -> CommandResult:
+        discard_tree(self.scratch)
+        (self.scratch / "output").mkdir(parents=True)
+        started = time.monotonic()
+        try:
+            try:
+                owned = materialize(self.prepared, files, self.scratch / "code")
+            except ValueError as exc:
+                return CommandResult(command, None, False, 0.0, "", "", refused=str(exc))
+            job = phase_job(self.prepared, "val", self.scratch, timeout_s, owned, self.seed)
+            job = dataclasses.replace(job, argv=("/bin/bash", "-c", command), output_cap_bytes=OUTPUT_CAP_BYTES)
+            outcome = self.executor.submit(job).result()
+            stdout, stderr = _read(job.stdout_path), _read(job.stderr_path)
+            if outcome.error or outcome.violation:
+                stderr += f"\n[harness: {outcome.error or 'killed: ' + outcome.violation}]"
+            return CommandResult(command, outcome.exit_code, outcome.timed_out,
+                                 round(time.monotonic() - started, 3), stdout[-RETURN_CHARS:], stderr[-RETURN_CHARS:])
+        finally:
+            discard_tree(self.scratch)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode(errors="replace")
+    except FileNotFoundError:
+        return ""
