@@ -122,6 +122,9 @@ class Run:
                     f"but executor.gpus lists {len(executor_cfg.gpus)}; give executor.gpus={list(range(k * wanted))} "
                     f"(ids of free GPUs) or lower parallel")
         executor = self.registry.executors[self.cfg.executor.name].build(executor_cfg)
+        bind_run = getattr(executor, "bind_run", None)  # remote backends: the task's image, the run's tag
+        if bind_run is not None:
+            bind_run(self.spec, self.run_dir)
         if executor.capacity < k:
             self.display.line(f"note: executor '{executor.name}' runs {executor.capacity} job(s) at once; "
                               f"parallel={k} nodes will wait for its slots")

@@ -164,7 +164,7 @@ def _evaluate(prepared: PreparedTask, phase: str, executor: Executor, scratch: P
               stderr_path=scratch / "eval_stderr.txt", timeout_s=limits.timeout_s,
               readonly=(handed, prepared.labels_dir, spec.task_dir),
               limits=Limits(memory_gb=limits.memory_gb, cpus=limits.cpus), disk_bytes=_EVALUATOR_DISK,
-              groups=(LABELS_GID,))
+              groups=(LABELS_GID,), local_only=True)  # labels never leave this machine, whatever the backend
     result = executor.submit(job).result()
     if result.error or result.violation:
         outcome.bug_reason = f"the evaluator could not run: {result.error or result.violation}"

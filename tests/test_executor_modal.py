@@ -1,0 +1,207 @@
+"""The Modal executor, offline: the shared conformance suite against a local stand-in of the client
+(tests/modal_standin.py: commands really run, in a bubblewrap container), the real `modal` objects
+the executor builds (never contacting a server), and the engine running a whole run on it."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from benchmark.errors import UserError
+from benchmark.executors import sandbox as sandbox_mod
+from benchmark.executors.base import Executor, Job, Limits
+from benchmark.executors.modal_backend import RUN_TAG, ModalExecutor, ModalExecutorConfig
+from benchmark.executors.modal_image import gpu_string, image_spec, modal_credentials_problem, pin
+from benchmark.task import Requirement
+from tests.executor_conformance import ExecutorConformance, make_job, run
+from tests.modal_standin import StandInModal
+
+BWRAP = next((p for p in sandbox_mod.bwrap_candidates(None) if not sandbox_mod.probe_bwrap(p)), None)
+needs_bwrap = pytest.mark.skipif(BWRAP is None, reason="the stand-in needs a working bubblewrap")
+
+
+def standin_executor(root: Path, **config: object) -> tuple[ModalExecutor, StandInModal]:
+    client = StandInModal(root, BWRAP)
+    cfg = ModalExecutorConfig(remote_python=sys.executable, disk_poll_s=0.2, **config)  # type: ignore[arg-type]
+    return ModalExecutor(cfg, client=client), client
+
+
+@pytest.fixture
+def no_modal_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET", "MODAL_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MODAL_CONFIG_PATH", str(tmp_path / "no-modal.toml"))
+
+
+@needs_bwrap
+class TestConformanceStandIn(ExecutorConformance):
+    isolated = True
+    runs_on_harness_host = False
+
+    @pytest.fixture
+    def executor(self, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Executor]:
+        ex, client = standin_executor(tmp_path_factory.mktemp("modal-standin"))
+        try:
+            yield ex
+        finally:
+            ex.shutdown()
+            assert all(sb.terminated for sb in client.sandboxes), "a sandbox was left running"
+
+
+# -- what the executor asks of Modal ----------------------------------------------------------
+
+
+@needs_bwrap
+def test_sandbox_arguments_tags_and_upload(tmp_path: Path) -> None:
+    ex, client = standin_executor(tmp_path / "standin", gpu="H100", max_concurrent_starts=2)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.csv").write_text("x\n1\n")
+    job = make_job(tmp_path, "import sys; print(open(sys.argv[1] + '/train.csv').read().split()[1])", str(data),
+                   readonly=(data,), gpus=2, limits=Limits(cpus=3, memory_gb=6))
+    try:
+        result, out, err = run(ex, job)
+        run(ex, make_job(tmp_path, "print(1)", name="again", readonly=(data,)))
+    finally:
+        ex.shutdown()
+    assert result.ok and out == "1\n", err
+    args = client.sandboxes[0].kwargs
+    assert args["gpu"] == "H100:2" and args["cpu"] == 3.0 and args["memory"] == 6144
+    assert args["block_network"] is True and args["timeout"] >= job.timeout_s
+    assert args["tags"][RUN_TAG] == ex.run_tag and args["app"].name == "researchbench"
+    assert args["volumes"]["/__researchbench/data"].read_only
+    assert len(client.volumes["researchbench-data"].uploads) == 1, "public data is uploaded once per content"
+    assert all(sb.terminated for sb in client.sandboxes)
+
+
+@needs_bwrap
+def test_orphans_of_the_same_run_are_terminated(tmp_path: Path) -> None:
+    from benchmark.task import TaskSpec
+
+    ex, client = standin_executor(tmp_path / "standin")
+    first, _ = standin_executor(tmp_path / "other")
+    first.modal = client  # the killed harness of the same run, same Modal account
+    spec = type("Spec", (), {"requirements": ()})()
+    first.bind_run(spec, tmp_path / "run")
+    orphan = client.Sandbox.create(app=first._get_app(), tags={RUN_TAG: first.run_tag})
+    stranger = client.Sandbox.create(app=first._get_app(), tags={RUN_TAG: "another-run"})
+    ex.bind_run(spec, tmp_path / "run")
+    assert orphan.terminated and not stranger.terminated
+    ex.shutdown()
+    first.shutdown()
+    del TaskSpec
+
+
+@needs_bwrap
+def test_concurrent_starts_are_bounded(tmp_path: Path) -> None:
+    ex, client = standin_executor(tmp_path / "standin", max_parallel=3, max_concurrent_starts=1)
+    create, inside, peak = client.Sandbox.create, [0], [0]
+    lock = threading.Lock()
+
+    def slow_create(*args, **kwargs):
+        with lock:
+            inside[0] += 1
+            peak[0] = max(peak[0], inside[0])
+        time.sleep(0.2)
+        with lock:
+            inside[0] -= 1
+        return create(*args, **kwargs)
+
+    client.Sandbox.create = slow_create
+    try:
+        futures = [ex.submit(make_job(tmp_path, "print(1)", name=f"j{i}")) for i in range(3)]
+        assert all(f.result(timeout=120).ok for f in futures)
+    finally:
+        ex.shutdown()
+    assert peak[0] == 1
+
+
+@needs_bwrap
+def test_network_failure_is_a_failed_job_and_the_next_one_runs(tmp_path: Path) -> None:
+    ex, client = standin_executor(tmp_path / "standin")
+    client.fail_create = 1
+    try:
+        failed, _, _ = run(ex, make_job(tmp_path, "print(1)", name="a"))
+        ok, out, _ = run(ex, make_job(tmp_path, "print(2)", name="b"))
+    finally:
+        ex.shutdown()
+    assert failed.error.startswith("modal: ") and "connect" in failed.error and not failed.ok
+    assert ok.ok and out == "2\n"
+
+
+@needs_bwrap
+def test_evaluator_jobs_run_locally(tmp_path: Path) -> None:
+    ex, client = standin_executor(tmp_path / "standin")
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    (labels / "y.csv").write_text("SECRET\n")
+    job = make_job(tmp_path, "import sys; print(open(sys.argv[1]).read().strip())", str(labels / "y.csv"),
+                   readonly=(labels,), local_only=True)
+    try:
+        result, out, _ = run(ex, job)
+    finally:
+        ex.shutdown()
+    assert result.ok and out == "SECRET\n"
+    assert not client.sandboxes and not client.volumes, "a local-only job reached Modal"
+
+
+# -- the real modal objects, built offline -------------------------------------------------------
+
+
+def test_real_modal_objects_offline(tmp_path: Path) -> None:
+    import modal
+
+    ex = ModalExecutor(ModalExecutorConfig(gpu="A100-80GB", extra_pip=["tenacity"]), client=modal)
+    ex._app = modal.App("researchbench-test")  # App.lookup would contact Modal: never in tests
+    ex.bind_run = None  # type: ignore[assignment]
+    ex._image_spec = image_spec((Requirement("numpy>=1.25"), Requirement("torch", no_deps=True)), ["tenacity"])
+    data = tmp_path / "data"
+    data.mkdir()
+    job = make_job(tmp_path, "print(1)", readonly=(data,), gpus=1, timeout_s=100)
+    args = ex.sandbox_args(job)
+    accepted = inspect.signature(modal.Sandbox.create).parameters
+    assert set(args) <= set(accepted), set(args) - set(accepted)
+    assert isinstance(args["image"], modal.Image) and isinstance(args["app"], modal.App)
+    assert args["gpu"] == "A100-80GB" and args["block_network"] is True and args["timeout"] == 700
+    assert isinstance(args["volumes"]["/__researchbench/data"], modal.Volume)
+    assert set(args["tags"]) == {RUN_TAG, "researchbench-job", "image"}
+    assert all(isinstance(v, str) for v in args["tags"].values())
+    ex._local.shutdown()
+    ex._pool.shutdown()
+
+
+def test_image_spec_pins_local_versions() -> None:
+    import importlib.metadata
+
+    numpy = importlib.metadata.version("numpy")
+    spec = image_spec((Requirement("numpy>=1.25"), Requirement("numpy<1.0"), Requirement("no-such-pkg-xyz>=1"),
+                       Requirement("torch", no_deps=True)), python_version="3.11")
+    assert spec.packages == (f"numpy=={numpy}", "numpy<1.0", "no-such-pkg-xyz>=1")
+    assert spec.no_deps == (pin("torch"),) and "+" not in pin("torch")
+    assert spec.key == image_spec((Requirement("numpy>=1.25"), Requirement("numpy<1.0"),
+                                   Requirement("no-such-pkg-xyz>=1"), Requirement("torch", no_deps=True)),
+                                  python_version="3.11").key
+    assert spec.key != image_spec((), python_version="3.11").key
+
+
+@pytest.mark.parametrize("configured, count, expected", [
+    (None, 0, None), ("H100", 0, None), (None, 1, "A100"), ("H100", 2, "H100:2"), ("H100:4", 1, "H100:4"),
+])
+def test_gpu_string(configured, count, expected) -> None:
+    assert gpu_string(configured, count) == expected
+
+
+def test_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_modal_credentials: None) -> None:
+    assert "modal token new" in modal_credentials_problem()
+    with pytest.raises(UserError, match="modal token new"):
+        ModalExecutor(ModalExecutorConfig())
+    config = tmp_path / "modal.toml"
+    config.write_text('[me]\ntoken_id = "ak-1"\ntoken_secret = "as-1"\nactive = true\n')
+    monkeypatch.setenv("MODAL_CONFIG_PATH", str(config))
+    assert modal_credentials_problem() == ""
