@@ -82,8 +82,6 @@ def test_sandbox_arguments_tags_and_upload(tmp_path: Path) -> None:
 
 @needs_bwrap
 def test_orphans_of_the_same_run_are_terminated(tmp_path: Path) -> None:
-    from benchmark.task import TaskSpec
-
     ex, client = standin_executor(tmp_path / "standin")
     first, _ = standin_executor(tmp_path / "other")
     first.modal = client  # the killed harness of the same run, same Modal account
@@ -95,7 +93,6 @@ def test_orphans_of_the_same_run_are_terminated(tmp_path: Path) -> None:
     assert orphan.terminated and not stranger.terminated
     ex.shutdown()
     first.shutdown()
-    del TaskSpec
 
 
 @needs_bwrap
@@ -205,3 +202,41 @@ def test_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_modal_c
     config.write_text('[me]\ntoken_id = "ak-1"\ntoken_secret = "as-1"\nactive = true\n')
     monkeypatch.setenv("MODAL_CONFIG_PATH", str(config))
     assert modal_credentials_problem() == ""
+
+
+# -- a whole run on the stand-in: the engine, the K-in-flight scheduler, the local evaluator ---------
+
+
+@needs_bwrap
+def test_run_on_modal_scores_locally_and_never_uploads_labels(toy, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmark.executors import modal_backend
+    from conftest import journal_records, run_inprocess
+
+    clients: list[StandInModal] = []
+
+    def client() -> StandInModal:
+        clients.append(StandInModal(tmp_path / f"standin{len(clients)}", BWRAP))
+        return clients[-1]
+
+    monkeypatch.setattr(modal_backend, "modal_client", client)
+    overrides = ("agent=optuna", "task=toy", f"results_dir={tmp_path / 'results'}", "budget.steps=3",
+                 "executor=modal", f"executor.remote_python={sys.executable}", "parallel=2")
+    summary, out = run_inprocess(*overrides)
+    assert summary["status"] == "finished" and summary["sandbox"] == "modal", out
+    assert summary["baseline"]["val"] == 5.0 and summary["baseline"]["test"] == 20.0
+    assert summary["best"]["test"] is not None
+    standin = clients[-1]
+    assert len(standin.sandboxes) == 1 + 3 + 2  # baseline, three experiments, the test of best and baseline
+    assert all(sb.terminated for sb in standin.sandboxes)
+    labels = toy.labels_dir
+    secrets = {p.read_bytes() for p in labels.rglob("*") if p.is_file()}
+    uploaded = [p for p in (tmp_path / "standin0").rglob("*") if p.is_file() and not p.is_symlink()]
+    assert uploaded and not any(p.read_bytes() in secrets for p in uploaded), "labels reached the sandbox"
+    assert not any(str(labels) in " ".join(e) for sb in standin.sandboxes for e in sb.execs)
+    tags = {sb.kwargs["tags"]["researchbench-run"] for sb in standin.sandboxes}
+    assert len(tags) == 1
+    # the same command again: a finished run is a no-op and creates no sandbox
+    summary2, out2 = run_inprocess(*overrides)
+    assert "nothing to do" in out2 and not clients[-1].sandboxes
+    assert [r["kind"] for r in journal_records(Path(summary["run_dir"]))].count("final") == 1
