@@ -30,8 +30,9 @@ from benchmark.executors.base import Executor
 from benchmark.experiment import check_isolation
 from benchmark.final_test import BASELINE_ID, final_test
 from benchmark.journal import BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
-from benchmark.llm import LLMClient, Usage, missing_credentials
+from benchmark.llm import LLMClient, Usage
 from benchmark.plugins import Registry
+from benchmark.preflight import llm_problem
 from benchmark.scheduler import Scheduler
 from benchmark.task import Budget, load_task
 from benchmark.worker import StepRunner
@@ -51,10 +52,9 @@ class Run:
         self.prepared: PreparedTask = open_prepared(self.spec)
         self.budget: Budget = effective_budget(self.spec.budget, cfg.budget)
         self.agent_spec = registry.agents[cfg.agent.name]
-        if self.agent_spec.uses_llm:  # refused before anything is written, so no empty run dir is left
-            problem = missing_credentials(OmegaConf.to_object(cfg.llm))
-            if problem:
-                raise UserError(f"agent '{self.agent_spec.name}' needs an LLM: {problem}")
+        problem = llm_problem(self.agent_spec, cfg)  # refused before anything is written: no empty run dir
+        if problem:
+            raise UserError(problem)
         # absolute: sandboxes bind paths, and a relative one would depend on every process's cwd
         self.run_dir = Path(cfg.results_dir).absolute() / cfg.agent.name / self.spec.name / default_run_id(cfg)
         self.blobs = BlobStore(self.run_dir / "blobs")
