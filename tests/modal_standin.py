@@ -259,3 +259,13 @@ class StandInModal:
                 args += ["--ro-bind", path, path]
             bound.append(path)
         return args
+
+
+def from_env() -> StandInModal:
+    """For `hydra.launcher.client=tests.modal_standin:from_env` in CLI tests (a subprocess):
+    the root comes from $RESEARCHBENCH_STANDIN_ROOT."""
+    from benchmark.executors import sandbox as sandbox_mod
+
+    bwrap = next(p for p in sandbox_mod.bwrap_candidates(None) if not sandbox_mod.probe_bwrap(p))
+    root = Path(os.environ["RESEARCHBENCH_STANDIN_ROOT"]) / uuid.uuid4().hex[:8]
+    return StandInModal(root, bwrap)
