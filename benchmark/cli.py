@@ -17,7 +17,7 @@ from typing import Any, Callable, NoReturn
 from omegaconf import OmegaConf
 
 from benchmark.errors import UserError
-from benchmark.sweep import Invocation, describe, expand, parse
+from benchmark.sweep import Invocation, describe, expand, launcher_problem, parse
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 GROUPS = ("agent", "task", "executor", "llm")
@@ -107,6 +107,9 @@ def prevalidate(argv: list[str]) -> Invocation:
             invocation.jobs = expand(overrides)
         except Exception as exc:
             fail(_fix_for(exc, overrides, compose))
+        problem = launcher_problem(overrides) if invocation.args.cfg is None else ""
+        if problem:
+            fail(problem)
     else:
         invocation.jobs = [overrides]
     registry = get_registry()

@@ -65,3 +65,12 @@ def describe(overrides: list[str] | tuple[str, ...]) -> str:
     """A job's overrides as a user wrote them, without Hydra's own settings."""
     shown = [o for o in overrides if not o.lstrip("+~").startswith("hydra")]
     return " ".join(shown) or "(defaults)"
+
+
+def launcher_problem(overrides: list[str]) -> str:
+    """What the chosen Hydra launcher lacks, found offline (Modal credentials for hydra/launcher=modal)."""
+    if "hydra/launcher=modal" not in overrides or any(o.startswith("hydra.launcher.client=") for o in overrides):
+        return ""
+    from benchmark.executors.modal_image import modal_credentials_problem
+
+    return modal_credentials_problem("hydra/launcher=modal")

@@ -85,7 +85,7 @@ def gpu_string(configured: str | None, count: int) -> str | None:
     return kind if count == 1 else f"{kind}:{count}"
 
 
-def modal_credentials_problem() -> str:
+def modal_credentials_problem(who: str = "executor=modal") -> str:
     """Why Modal would refuse us, found offline: "" when a token id and secret are configured.
 
     Reads the same sources the client does (MODAL_TOKEN_ID/SECRET, the active profile of
@@ -107,4 +107,4 @@ def modal_credentials_problem() -> str:
         chosen = name == wanted if wanted else (profile.get("active") or len(profiles) == 1)
         if chosen and profile.get("token_id") and profile.get("token_secret"):
             return ""
-    return f"executor=modal needs Modal credentials: {TOKEN_HINT}"
+    return f"{who} needs Modal credentials: {TOKEN_HINT}"
