@@ -222,14 +222,14 @@ class ModalExecutor:
         if problem:
             return _failure(started, problem)
         try:
-            return self._run(job, started)
+            return self._run(job)
         except JobNotStarted as exc:
             return _failure(started, str(exc))
         except Exception as exc:  # network, auth, quota: a failed step, never a lost future
             log.warning("modal job failed: %s: %s", type(exc).__name__, exc)
             return _failure(started, f"modal: {type(exc).__name__}: {exc}")
 
-    def _run(self, job: Job, started: float) -> JobResult:
+    def _run(self, job: Job) -> JobResult:
         links = [(str(p), f"{DATA_MOUNT}/{self._ensure_data(Path(p))}") for p in self._data_dirs(job)]
         sandbox = self._create(job)
         key = getattr(sandbox, "object_id", None) or uuid.uuid4().hex
@@ -238,7 +238,7 @@ class ModalExecutor:
         try:
             env = job_env(job, list(range(job.gpus)), uuid.uuid4().hex)
             self._upload(sandbox, job, links, env)
-            return self._execute(sandbox, job, started, env)
+            return self._execute(sandbox, job, env)
         finally:
             with self._lock:
                 self._live.pop(key, None)
@@ -338,48 +338,58 @@ class ModalExecutor:
 
     # -- exec ---------------------------------------------------------------------------------------
 
-    def _execute(self, sandbox: Any, job: Job, started: float, env: dict[str, str]) -> JobResult:
+    def _execute(self, sandbox: Any, job: Job, env: dict[str, str]) -> JobResult:
+        """Run the job as the job user; then end what it left running and bring its files back."""
         uid = str(int(self.cfg.job_uid))
         argv = [self._remote(str(a)) for a in job.argv]
         launcher = [self.cfg.remote_python, "-I", "-S", "-c", LAUNCHER, uid, uid, ""]
         out = CappedWriter(Path(job.stdout_path), job.output_cap_bytes)
         err = CappedWriter(Path(job.stderr_path), job.output_cap_bytes)
-        violation, code = "", None
+        violation, code, readers = "", None, []
+        started = time.monotonic()
         try:
             proc = sandbox.exec(*launcher, *argv, timeout=max(1, int(math.ceil(job.timeout_s))),
                                 workdir=str(job.workdir), env=env, text=False)
             readers = _pump(proc, out, err)
-            violation = self._watch(sandbox, job, proc)
+            violation = self._watch(sandbox, job, proc, readers[0])
             if violation or self._stopping.is_set():
                 _terminate(sandbox)
             else:
                 code = proc.wait()
+                seconds = time.monotonic() - started
+                # processes the job left behind (they may hold its pipes open) end here
+                self._helper(sandbox, [*launcher, self.cfg.remote_python, "-I", "-S", "-c", _KILL_ALL])
             for reader in readers:
                 reader.join(timeout=10)
         finally:
-            seconds = time.monotonic() - started
             stdout_truncated, stderr_truncated = out.close(), err.close()
-        if self._stopping.is_set() and not violation:
-            return JobResult(None, False, seconds, stdout_truncated, stderr_truncated,
-                             error="executor was shut down while the job was running")
-        if violation:
-            return JobResult(None, False, seconds, stdout_truncated, stderr_truncated, violation=violation)
-        self._helper(sandbox, [*launcher, self.cfg.remote_python, "-I", "-S", "-c", _KILL_ALL])
+        if violation or self._stopping.is_set():
+            seconds = time.monotonic() - started
+            stopped = "" if violation else "executor was shut down while the job was running"
+            return JobResult(None, False, seconds, stdout_truncated, stderr_truncated, error=stopped,
+                             violation=violation)
         violation = self._download(sandbox, job)
-        seconds = time.monotonic() - started
         if code == -1:  # Modal's exec timeout: wait() returns -1 instead of raising
             return JobResult(None, True, seconds, stdout_truncated, stderr_truncated, violation=violation)
         return JobResult(code, False, seconds, stdout_truncated, stderr_truncated, violation=violation)
 
-    def _watch(self, sandbox: Any, job: Job, proc: Any) -> str:
-        """Poll disk use until the job ends; the limit it broke, else ""."""
+    def _watch(self, sandbox: Any, job: Job, proc: Any, stdout_reader: threading.Thread) -> str:
+        """Poll disk use until the job ends; the limit it broke, else "".
+
+        Waiting on the stdout reader (it ends when the job's stdout closes, normally at exit) notices
+        the end at once without extra calls to Modal; a job that closed its stdout early is polled."""
         roots = [str(job.workdir), *map(str, job.writable)]
+        next_check = time.monotonic() + self.cfg.disk_poll_s
         while proc.poll() is None:
             if self._stopping.is_set():
                 return ""
-            time.sleep(self.cfg.disk_poll_s)
-            if job.disk_bytes is None or proc.poll() is not None:
+            if stdout_reader.is_alive():
+                stdout_reader.join(timeout=self.cfg.disk_poll_s)
+            else:
+                time.sleep(min(0.5, self.cfg.disk_poll_s))
+            if job.disk_bytes is None or time.monotonic() < next_check or proc.poll() is not None:
                 continue
+            next_check = time.monotonic() + self.cfg.disk_poll_s
             code, out, _ = self._helper(sandbox, [self.cfg.remote_python, "-I", "-S", "-c", _DISK_USAGE, *roots])
             used = int(out.strip() or 0) if code == 0 else 0
             if used > job.disk_bytes:
