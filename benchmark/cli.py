@@ -112,7 +112,7 @@ def prevalidate(argv: list[str]) -> Invocation:
             fail(problem)
     else:
         invocation.jobs = [overrides]
-    registry = get_registry()
+    registry, verified = get_registry(), set()
     try:
         for number, job in enumerate(invocation.jobs):
             where = f"job {number} of the sweep ({describe(job)}): " if invocation.multirun else ""
@@ -122,7 +122,7 @@ def prevalidate(argv: list[str]) -> Invocation:
                 fail(where + _fix_for(exc, job, compose))
             if invocation.args.cfg is None:  # printing a config needs no credentials or data
                 try:
-                    preflight(cfg, registry)
+                    preflight(cfg, registry, verified)
                 except UserError as exc:
                     fail(where + str(exc))
             invocation.configs.append(cfg)

@@ -29,15 +29,19 @@ def executor_problem(registry: Registry, cfg: DictConfig) -> str:
     return spec.preflight(OmegaConf.to_object(cfg.executor)) if spec.preflight is not None else ""
 
 
-def preflight(cfg: DictConfig, registry: Registry) -> None:
+def preflight(cfg: DictConfig, registry: Registry, verified: set[str] | None = None) -> None:
     """Every start-up check of a composed run config: the task, its prepared workspace, the LLM
-    credentials, the executor's own requirements."""
+    credentials, the executor's own requirements. `verified` holds tasks whose workspace already
+    verified (a sweep checksums each task's data once, not once per job)."""
     from benchmark.task import load_task
     from benchmark.workspace import open_prepared
 
     if cfg.parallel < 1:
         raise UserError(f"parallel={cfg.parallel}: give the number of experiments to keep in flight (1 or more)")
-    open_prepared(load_task(registry.tasks[cfg.task.name]))
+    if verified is None or cfg.task.name not in verified:
+        open_prepared(load_task(registry.tasks[cfg.task.name]))
+        if verified is not None:
+            verified.add(cfg.task.name)
     for problem in (llm_problem(registry.agents[cfg.agent.name], cfg), executor_problem(registry, cfg)):
         if problem:
             raise UserError(problem)

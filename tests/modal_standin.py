@@ -156,8 +156,9 @@ class _SandboxApi:
         self._modal = modal
 
     def create(self, *args: str, **kwargs: Any) -> Sandbox:
-        if self._modal.fail_create:
-            self._modal.fail_create -= 1
+        self._modal.creates += 1
+        if self._modal.fail_create or self._modal.creates in self._modal.fail_creates_at:
+            self._modal.fail_create = max(0, self._modal.fail_create - 1)
             raise StandInError("Could not connect to the Modal server (injected)")
         assert "app" in kwargs, "Sandbox.create outside a Modal container needs an app"
         sandbox = Sandbox(self._modal, {"args": args, **kwargs})
@@ -243,6 +244,8 @@ class StandInModal:
         self.apps: dict[str, App] = {}
         self.volumes: dict[str, Volume] = {}
         self.fail_create = 0  # the next N Sandbox.create calls raise (a network failure)
+        self.fail_creates_at: set[int] = set()  # these Sandbox.create calls (1-based) raise
+        self.creates = 0
         self.fail_next_exec = 0
 
     @staticmethod
