@@ -129,7 +129,7 @@ class Run:
             self.display.line(f"note: executor '{executor.name}' runs {executor.capacity} job(s) at once; "
                               f"parallel={k} nodes will wait for its slots")
         cpus = (os.cpu_count() or 1)
-        if k * self.spec.resources.cpus > cpus:
+        if k * self.spec.resources.cpus > cpus and executor.sandbox_mode != "modal":  # remote jobs use remote CPUs
             self.display.line(f"note: parallel={k} jobs x {self.spec.resources.cpus} CPU(s) each exceeds this "
                               f"machine's {cpus} CPUs; experiments will slow each other down")
         return executor

@@ -15,7 +15,7 @@ import pytest
 
 from benchmark.errors import UserError
 from benchmark.executors import sandbox as sandbox_mod
-from benchmark.executors.base import Executor, Job, Limits
+from benchmark.executors.base import Executor, Limits
 from benchmark.executors.modal_backend import RUN_TAG, ModalExecutor, ModalExecutorConfig
 from benchmark.executors.modal_image import gpu_string, image_spec, modal_credentials_problem, pin
 from benchmark.task import Requirement
@@ -82,17 +82,18 @@ def test_sandbox_arguments_tags_and_upload(tmp_path: Path) -> None:
 
 @needs_bwrap
 def test_orphans_of_the_same_run_are_terminated(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from benchmark.executors.modal_backend import run_tag
+
     ex, client = standin_executor(tmp_path / "standin")
-    first, _ = standin_executor(tmp_path / "other")
-    first.modal = client  # the killed harness of the same run, same Modal account
-    spec = type("Spec", (), {"requirements": ()})()
-    first.bind_run(spec, tmp_path / "run")
-    orphan = client.Sandbox.create(app=first._get_app(), tags={RUN_TAG: first.run_tag})
-    stranger = client.Sandbox.create(app=first._get_app(), tags={RUN_TAG: "another-run"})
-    ex.bind_run(spec, tmp_path / "run")
-    assert orphan.terminated and not stranger.terminated
+    app = client.App.lookup("researchbench", create_if_missing=True)
+    run_dir = tmp_path / "run"
+    orphan = client.Sandbox.create(app=app, tags={RUN_TAG: run_tag(run_dir)})  # left by a killed harness
+    stranger = client.Sandbox.create(app=app, tags={RUN_TAG: run_tag(tmp_path / "another-run")})
+    ex.bind_run(SimpleNamespace(requirements=()), run_dir)
     ex.shutdown()
-    first.shutdown()
+    assert orphan.terminated and not stranger.terminated
 
 
 @needs_bwrap
@@ -151,12 +152,27 @@ def test_evaluator_jobs_run_locally(tmp_path: Path) -> None:
 # -- the real modal objects, built offline -------------------------------------------------------
 
 
+def dockerfile(image: object, builder_version: str = "2024.10") -> list[str]:
+    """The Dockerfile commands of a real modal.Image, base layers first, rendered offline from the
+    layer functions modal keeps for its build (private API: a modal upgrade may need this adjusted)."""
+    import modal
+    from modal._utils.async_utils import synchronizer
+
+    private = synchronizer._translate_in(image) if isinstance(image, modal.Image) else image
+    scope = inspect.getclosurevars(private._load).nonlocals
+    commands: list[str] = []
+    for base in (scope.get("base_images") or {}).values():
+        commands += dockerfile(base, builder_version)
+    if scope.get("dockerfile_function"):
+        commands += [c for c in scope["dockerfile_function"](builder_version).commands if c != "FROM base"]
+    return commands
+
+
 def test_real_modal_objects_offline(tmp_path: Path) -> None:
     import modal
 
     ex = ModalExecutor(ModalExecutorConfig(gpu="A100-80GB", extra_pip=["tenacity"]), client=modal)
     ex._app = modal.App("researchbench-test")  # App.lookup would contact Modal: never in tests
-    ex.bind_run = None  # type: ignore[assignment]
     ex._image_spec = image_spec((Requirement("numpy>=1.25"), Requirement("torch", no_deps=True)), ["tenacity"])
     data = tmp_path / "data"
     data.mkdir()
@@ -165,6 +181,13 @@ def test_real_modal_objects_offline(tmp_path: Path) -> None:
     accepted = inspect.signature(modal.Sandbox.create).parameters
     assert set(args) <= set(accepted), set(args) - set(accepted)
     assert isinstance(args["image"], modal.Image) and isinstance(args["app"], modal.App)
+    import importlib.metadata
+
+    steps = dockerfile(args["image"])
+    assert steps[0].startswith(f"FROM python:{sys.version_info.major}.{sys.version_info.minor}")
+    numpy, tenacity = (importlib.metadata.version(n) for n in ("numpy", "tenacity"))
+    assert f"RUN python -m pip install numpy=={numpy} tenacity=={tenacity}" in steps
+    assert any(s.startswith("RUN python -m pip install torch==") and s.endswith("--no-deps") for s in steps)
     assert args["gpu"] == "A100-80GB" and args["block_network"] is True and args["timeout"] == 700
     assert isinstance(args["volumes"]["/__researchbench/data"], modal.Volume)
     assert set(args["tags"]) == {RUN_TAG, "researchbench-job", "image"}

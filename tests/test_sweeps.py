@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, compose, run_cli, run_inprocess
+from conftest import compose, run_cli, run_inprocess
 
-BWRAP_OK = True
 
 
 def _prevalidate(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int | None, str]:

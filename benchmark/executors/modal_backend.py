@@ -166,7 +166,7 @@ class ModalExecutor:
         harness of this same run (sandboxes tagged with it) terminated before anything starts."""
         self._image_spec = image_spec(spec.requirements, self.cfg.extra_pip, self.cfg.python_version)
         self._image = None
-        self.run_tag = hashlib.sha256(str(Path(run_dir).absolute()).encode()).hexdigest()[:16]
+        self.run_tag = run_tag(run_dir)
         try:
             found = self.reap_orphans()
         except Exception as exc:  # unreachable now: jobs will fail and be recorded, the run resumes later
@@ -414,6 +414,11 @@ class ModalExecutor:
         if arg in (sys.executable, os.path.realpath(sys.executable)):
             return self.cfg.remote_python
         return arg
+
+
+def run_tag(run_dir: Path) -> str:
+    """The tag every sandbox of a run carries: the same for every harness process of that run."""
+    return hashlib.sha256(str(Path(run_dir).absolute()).encode()).hexdigest()[:16]
 
 
 def modal_client() -> Any:
