@@ -32,7 +32,10 @@ def fail(message: str) -> NoReturn:
 def _options(group: str) -> list[str]:
     from hydra.core.config_store import ConfigStore
 
-    names = set(ConfigStore.instance().list(group)) if group in ConfigStore.instance().repo else set()
+    try:
+        names = set(ConfigStore.instance().list(group))
+    except OSError:  # no such group in the store
+        names = set()
     names = {n.removesuffix(".yaml") for n in names if n != "base_llm.yaml"}
     names |= {p.stem for p in (CONFIG_DIR / group).glob("*.yaml")}
     return sorted(names)
@@ -43,7 +46,7 @@ def _fix_for(exc: Exception, overrides: list[str], compose: Callable) -> str:
 
     text = str(exc).strip()
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file and "/" in exc.missing_cfg_file:
-        group, name = exc.missing_cfg_file.split("/", 1)
+        group, name = exc.missing_cfg_file.rsplit("/", 1)  # hydra/launcher/<name> too
         choices = ", ".join(_options(group))
         hint = {"agent": "install the agent's plugin package or pick one of these",
                 "task": "add ml_tasks/<name>/task.yaml, install a task plugin, or pick one of these"}.get(

@@ -39,6 +39,7 @@ def no_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (["-m", "task=toy", "seed=0,1", "executor=modal"], ["executor=modal needs Modal credentials", "modal token new"]),
     (["-m", "hydra/launcher=modal", "task=toy", "seed=0,1"], ["hydra/launcher=modal", "modal token new"]),
     (["task=toy", "-m", "seed=0,1"], ["unrecognized arguments", "before the overrides"]),
+    (["-m", "hydra/launcher=jobib", "task=toy", "seed=0,1"], ["unknown hydra/launcher 'jobib'", "joblib"]),
 ])
 def test_a_bad_job_stops_the_sweep_before_any_job_runs(argv, fragments, toy, no_keys, capsys) -> None:
     code, err = _prevalidate(argv, capsys)
