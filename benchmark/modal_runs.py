@@ -92,9 +92,10 @@ def harness_files(root: Path = REPO_ROOT) -> list[Path]:
 
 
 def remote_env(settings: RemoteRunSettings) -> dict[str, str]:
+    from benchmark.workspace import workspace_root
+
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "RESEARCHBENCH_WORKSPACE": os.environ.get(
-               "RESEARCHBENCH_WORKSPACE", str(REPO_ROOT / "workspace"))}
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "RESEARCHBENCH_WORKSPACE": str(workspace_root())}
     for name in (*KEY_ENV, *settings.extra_env, "RESEARCHBENCH_TASKS_PATH", "RESEARCHBENCH_DISABLE_ENTRYPOINTS"):
         if os.environ.get(name):
             env[name] = os.environ[name]
