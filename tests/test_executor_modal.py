@@ -5,6 +5,7 @@ the executor builds (never contacting a server), and the engine running a whole 
 from __future__ import annotations
 
 import inspect
+import json
 import sys
 import threading
 import time
@@ -15,7 +16,7 @@ import pytest
 
 from benchmark.errors import UserError
 from benchmark.executors import sandbox as sandbox_mod
-from benchmark.executors.base import Executor, Limits
+from benchmark.executors.base import Executor, Job, Limits
 from benchmark.executors.modal_backend import RUN_TAG, ModalExecutor, ModalExecutorConfig
 from benchmark.executors.modal_image import gpu_string, image_spec, modal_credentials_problem, pin
 from benchmark.task import Requirement
@@ -267,3 +268,40 @@ def test_run_on_modal_scores_locally_and_never_uploads_labels(toy, tmp_path: Pat
     summary2, out2 = run_inprocess(*overrides)
     assert "nothing to do" in out2 and not clients[-1].sandboxes
     assert [r["kind"] for r in journal_records(Path(summary["run_dir"]))].count("final") == 1
+
+
+@needs_bwrap
+def test_agent_code_runs_unprivileged_and_cannot_touch_harness_files(tmp_path: Path) -> None:
+    ex, _ = standin_executor(tmp_path / "standin")
+    job = make_job(tmp_path, """
+        import json, os
+        def attempt(fn):
+            try:
+                fn()
+                return "ALLOWED"
+            except OSError as exc:
+                return type(exc).__name__
+        def replace():
+            open("evil.py", "w").write("print('replaced')")
+            os.replace("evil.py", "driver.py")
+        print(json.dumps({
+            "uid": os.getuid(),
+            "write": attempt(lambda: open("driver.py", "a").write("# edited")),
+            "replace": attempt(replace),
+            "remove": attempt(lambda: os.remove("driver.py")),
+            "new_file": attempt(lambda: open("notes.txt", "w").write("mine")),
+        }))
+    """)
+    (job.workdir / "driver.py").write_text("print('the harness driver')\n")
+    job = Job(**{**job.__dict__, "readonly": (job.workdir / "driver.py",)})
+    try:
+        result, out, err = run(ex, job)
+    finally:
+        ex.shutdown()
+    assert result.ok, err
+    seen = json.loads(out)
+    assert seen["uid"] == 65534
+    assert seen["write"] != "ALLOWED" and seen["replace"] != "ALLOWED" and seen["remove"] != "ALLOWED"
+    assert seen["new_file"] == "ALLOWED"
+    assert (job.workdir / "driver.py").read_text() == "print('the harness driver')\n"
+    assert (job.workdir / "notes.txt").read_text() == "mine"  # the code dir came back
