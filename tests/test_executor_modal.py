@@ -305,3 +305,51 @@ def test_agent_code_runs_unprivileged_and_cannot_touch_harness_files(tmp_path: P
     assert seen["new_file"] == "ALLOWED"
     assert (job.workdir / "driver.py").read_text() == "print('the harness driver')\n"
     assert (job.workdir / "notes.txt").read_text() == "mine"  # the code dir came back
+
+
+def test_downloads_are_parsed_as_hostile(tmp_path: Path) -> None:
+    """What comes back from a sandbox: only regular files and dirs under the requested roots."""
+    import io
+    import tarfile
+
+    from benchmark.executors.remote_files import MAX_DEPTH, unpack
+
+    root = tmp_path / "out"
+    root.mkdir()
+    outside = tmp_path / "outside.txt"
+    rel = str(root).lstrip("/")
+
+    def archive(*members: tuple[str, bytes | None, bytes]) -> bytes:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            for name, link_type, data in members:
+                info = tarfile.TarInfo(name)
+                if link_type is not None:
+                    info.type, info.linkname = link_type, data.decode()
+                    tar.addfile(info)
+                else:
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+        return buffer.getvalue()
+
+    data = archive(
+        (f"{rel}/pred.json", None, b"[1, 2]"),
+        (f"{rel}/link", tarfile.SYMTYPE, str(outside).encode()),
+        (f"{rel}/link/through.txt", None, b"via the link"),
+        (f"{rel}/hard", tarfile.LNKTYPE, f"{rel}/pred.json".encode()),
+        (f"{rel}/fifo", tarfile.FIFOTYPE, b""),
+        (f"{rel}/../outside.txt", None, b"escaped"),
+        (str(outside).lstrip("/"), None, b"escaped"),
+    )
+    result = unpack(data, [root])
+    assert not result.violation and result.files == 2 and result.skipped == 5
+    assert sorted(p.name for p in root.iterdir()) == ["link", "pred.json"]
+    assert not (root / "link").is_symlink() and (root / "link" / "through.txt").read_bytes() == b"via the link"
+    assert (root / "pred.json").read_bytes() == b"[1, 2]" and not outside.exists()
+    away = tmp_path / "away"
+    away.mkdir()
+    (root / "evil").symlink_to(away)  # a link already on the host is never written through
+    assert unpack(archive((f"{rel}/evil/x", None, b"no")), [root]).skipped == 1 and not (away / "x").exists()
+    deep = "/".join(["d"] * (MAX_DEPTH + 2))
+    assert "deeper" in unpack(archive((f"{rel}/{deep}/x", None, b"")), [root]).violation
+    assert "unreadable" in unpack(b"not a tar" * 100, [root]).violation
