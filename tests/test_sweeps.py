@@ -38,6 +38,7 @@ def no_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (["-m", "task=toy", "budget.stepz=1,2"], ["did you mean 'budget.steps'"]),
     (["-m", "task=toy", "seed=0,1", "executor=modal"], ["executor=modal needs Modal credentials", "modal token new"]),
     (["-m", "hydra/launcher=modal", "task=toy", "seed=0,1"], ["hydra/launcher=modal", "modal token new"]),
+    (["task=toy", "executor=modal"], ["executor=modal needs Modal credentials", "modal token new"]),  # one run
     (["task=toy", "-m", "seed=0,1"], ["unrecognized arguments", "before the overrides"]),
     (["-m", "hydra/launcher=jobib", "task=toy", "seed=0,1"], ["unknown hydra/launcher 'jobib'", "joblib"]),
 ])
