@@ -33,6 +33,7 @@ from benchmark.errors import UserError
 from benchmark.executors.base import Job, JobResult
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.executors.modal_image import ImageSpec, gpu_string, image_spec, modal_credentials_problem
+from benchmark.executors.modal_scripts import DISK_USAGE, KILL_ALL, SETUP
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
 from benchmark.executors.sandbox import LAUNCHER, job_env
@@ -44,69 +45,6 @@ DATA_MOUNT = "/__researchbench/data"  # where the public-data Volume is mounted,
 UPLOAD_TAR = "/__researchbench/upload.tar"
 RUN_TAG = "researchbench-run"
 JOB_TAG = "researchbench-job"
-
-# Runs as root in the sandbox after the upload: unpack, make the writable dirs, link data dirs from
-# the Volume, give the job user its paths, and make harness-owned files unwritable and unreplaceable
-# (root-owned, read-only, in sticky dirs the job user may add to but not rename in).
-_SETUP = r"""
-import json, os, sys, tarfile
-spec = json.loads(sys.argv[1])
-uid = gid = spec["uid"]
-with tarfile.open(spec["tar"]) as tar:
-    if hasattr(tarfile, "tar_filter"):
-        tar.extractall("/", filter="tar")
-    else:
-        tar.extractall("/")
-os.remove(spec["tar"])
-for path in spec["writable"]:
-    os.makedirs(path, exist_ok=True)
-for link, target in spec["links"]:
-    os.makedirs(os.path.dirname(link), mode=0o755, exist_ok=True)
-    os.symlink(target, link)
-for root in spec["own"]:
-    os.chown(root, uid, gid)
-    for base, dirs, files in os.walk(root):
-        for name in dirs + files:
-            os.chown(os.path.join(base, name), uid, gid, follow_symlinks=False)
-for path in spec["protect"]:
-    for base, dirs, files in os.walk(path) if os.path.isdir(path) else [(os.path.dirname(path), [], [os.path.basename(path)])]:
-        for name in files:
-            os.chown(os.path.join(base, name), 0, 0, follow_symlinks=False)
-            os.chmod(os.path.join(base, name), 0o444)
-for path in spec["sticky"]:
-    os.chown(path, 0, 0)
-    os.chmod(path, 0o1777)
-os.makedirs("/tmp", exist_ok=True)
-os.chmod("/tmp", 0o1777)
-exe = spec["exe"]
-found = os.path.join(spec["workdir"], exe) if "/" in exe and not exe.startswith("/") else exe
-if "/" in exe:
-    ok = os.path.isfile(found) and os.access(found, os.X_OK)
-else:
-    import shutil
-    ok = shutil.which(exe, path=spec["path"]) is not None
-if not ok:
-    print(f"cannot start job: executable {exe!r} not found", file=sys.stderr)
-    sys.exit(3)
-"""
-
-# Runs as the job user after the job: kill(-1) reaches every process of that uid but the caller.
-_KILL_ALL = "import os\ntry:\n    os.kill(-1, 9)\nexcept OSError:\n    pass\n"
-
-# Runs as root while the job runs: bytes stored under the given roots (links not followed).
-_DISK_USAGE = r"""
-import os, sys
-total = 0
-for root in sys.argv[1:]:
-    for base, dirs, files in os.walk(root):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(base, name)).st_size
-            except OSError:
-                pass
-print(total)
-"""
-
 
 @dataclass
 class ModalExecutorConfig:
@@ -125,6 +63,7 @@ class ModalExecutorConfig:
     region: Optional[str] = None
     remote_python: str = "python"  # the image's interpreter; the harness's own path is mapped to it
     job_uid: int = 65534  # agent code runs as this uid inside the sandbox, never as root
+    local_sandbox: str = "auto"  # the evaluator's local sandbox (as executor.sandbox of executor=local)
 
 
 class JobNotStarted(Exception):
@@ -145,8 +84,8 @@ class ModalExecutor:
         self.cfg, self.modal = cfg, client if client is not None else modal_client()
         self.name: str = str(cfg.name)
         self.capacity: int = max(1, int(cfg.max_parallel))
-        self._local = local or LocalExecutor(LocalExecutorConfig(name=f"{self.name}-local",
-                                                                 max_parallel=self.capacity))
+        self._local = local or LocalExecutor(LocalExecutorConfig(
+            name=f"{self.name}-local", max_parallel=self.capacity, sandbox=str(cfg.local_sandbox)))
         self._starts = threading.Semaphore(max(1, int(cfg.max_concurrent_starts)))
         self._stopping = threading.Event()
         self._lock = threading.Lock()
@@ -318,7 +257,7 @@ class ModalExecutor:
         spec = dict(tar=UPLOAD_TAR, uid=int(self.cfg.job_uid), writable=[str(p) for p in job.writable],
                     links=links, own=[str(work), *map(str, job.writable)], protect=protect, sticky=sticky,
                     exe=self._remote(str(job.argv[0])), path=env.get("PATH", ""), workdir=str(work))
-        code, out, err = self._helper(sandbox, [self.cfg.remote_python, "-I", "-S", "-c", _SETUP, json.dumps(spec)])
+        code, out, err = self._helper(sandbox, [self.cfg.remote_python, "-I", "-S", "-c", SETUP, json.dumps(spec)])
         text = err.decode(errors="replace").strip()
         if code == 3 and text.startswith("cannot start job"):
             raise JobNotStarted(text.splitlines()[-1])
@@ -358,7 +297,7 @@ class ModalExecutor:
                 code = proc.wait()
                 seconds = time.monotonic() - started
                 # processes the job left behind (they may hold its pipes open) end here
-                self._helper(sandbox, [*launcher, self.cfg.remote_python, "-I", "-S", "-c", _KILL_ALL])
+                self._helper(sandbox, [*launcher, self.cfg.remote_python, "-I", "-S", "-c", KILL_ALL])
             for reader in readers:
                 reader.join(timeout=10)
         finally:
@@ -390,7 +329,7 @@ class ModalExecutor:
             if job.disk_bytes is None or time.monotonic() < next_check or proc.poll() is not None:
                 continue
             next_check = time.monotonic() + self.cfg.disk_poll_s
-            code, out, _ = self._helper(sandbox, [self.cfg.remote_python, "-I", "-S", "-c", _DISK_USAGE, *roots])
+            code, out, _ = self._helper(sandbox, [self.cfg.remote_python, "-I", "-S", "-c", DISK_USAGE, *roots])
             used = int(out.strip() or 0) if code == 0 else 0
             if used > job.disk_bytes:
                 return (f"wrote {used / _GIB:.2f} GB to disk, over the task's limit of "
