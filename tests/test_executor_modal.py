@@ -191,6 +191,9 @@ def test_real_modal_objects_offline(tmp_path: Path) -> None:
     assert any(s.startswith("RUN python -m pip install torch==") and s.endswith("--no-deps") for s in steps)
     assert args["gpu"] == "A100-80GB" and args["block_network"] is True and args["timeout"] == 700
     assert isinstance(args["volumes"]["/__researchbench/data"], modal.Volume)
+    ex.cfg.gpu = None  # no executor setting: the task's resources.gpu_type, else A100
+    assert ex.sandbox_args(make_job(tmp_path, "", name="l4", gpus=2, gpu_type="L4"))["gpu"] == "L4:2"
+    assert ex.sandbox_args(make_job(tmp_path, "", name="any", gpus=1))["gpu"] == "A100"
     assert set(args["tags"]) == {RUN_TAG, "researchbench-job", "image"}
     assert all(isinstance(v, str) for v in args["tags"].values())
     ex._local.shutdown()

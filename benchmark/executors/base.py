@@ -32,6 +32,7 @@ class Job:
     env: dict[str, str] = field(default_factory=dict)  # added to a minimal clean environment
     limits: Limits = Limits()
     gpus: int = 0  # GPU slots this job needs (each gets its own CUDA_VISIBLE_DEVICES)
+    gpu_type: str | None = None  # the kind of GPU, for backends that choose one (Modal: "A100", "H100")
     output_cap_bytes: int = 8 * 1024 * 1024  # per stream: head and tail kept, the middle dropped
     network: bool = False
     disk_bytes: int | None = None  # most the job may store under workdir + writable; over it, it is killed

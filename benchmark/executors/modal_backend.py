@@ -52,7 +52,8 @@ class ModalExecutorConfig:
 
     name: str = "modal"
     app_name: str = "researchbench"  # the Modal app the sandboxes belong to (created if missing)
-    gpu: Optional[str] = None  # GPU type for jobs that want GPUs: "A100", "H100", "A100-80GB:2"...
+    gpu: Optional[str] = None  # GPU type for jobs that want GPUs: "A100", "H100", "A100-80GB:2"... (else the
+    # task's resources.gpu_type, else A100)
     max_parallel: int = 4  # sandboxes alive at once (K in flight); raised to `parallel` by the engine
     max_concurrent_starts: int = 4  # Sandbox.create calls in flight at once
     python_version: Optional[str] = None  # the image's Python; default: the harness's major.minor
@@ -199,7 +200,7 @@ class ModalExecutor:
             image=self._image if self._image is not None else self._image_spec.build(self.modal),
             tags={RUN_TAG: self.run_tag, JOB_TAG: uuid.uuid4().hex[:12], "image": self._image_spec.key},
             timeout=int(math.ceil(job.timeout_s + self.cfg.lifetime_margin_s)),
-            gpu=gpu_string(self.cfg.gpu, job.gpus),
+            gpu=gpu_string(self.cfg.gpu or job.gpu_type, job.gpus),
             cpu=float(job.limits.cpus),
             memory=int(job.limits.memory_gb * 1024),
             block_network=not job.network,
