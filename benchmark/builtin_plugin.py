@@ -50,4 +50,9 @@ def researchbench_register_tasks(register: Callable[[Path], None]) -> None:
 def researchbench_register_executors(register: Callable[[ExecutorSpec], None]) -> None:
     from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 
+    from benchmark.executors.modal_backend import ModalExecutor, ModalExecutorConfig
+    from benchmark.executors.modal_image import modal_credentials_problem
+
     register(ExecutorSpec(name="local", config_class=LocalExecutorConfig, build=LocalExecutor))
+    register(ExecutorSpec(name="modal", config_class=ModalExecutorConfig, build=ModalExecutor,
+                          preflight=lambda cfg: modal_credentials_problem()))

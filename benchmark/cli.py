@@ -1,7 +1,9 @@
 """Turning bad command lines into one line that names the fix (exit 2), before Hydra prints pages.
 
-The overrides are composed once with Hydra's compose API; any composition error is translated here.
-Only when that succeeds does the real @hydra.main run (which then cannot fail on the same input).
+The command line is read with Hydra's own parser; each job it describes (one, or every job of a `-m`
+sweep) is composed once with Hydra's compose API and checked like a run checks itself at start-up
+(benchmark/preflight.py); any error is translated here. Only when all succeed does the real
+@hydra.main run (which then cannot fail on the same input).
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ import difflib
 import re
 import sys
 from pathlib import Path
-from typing import Callable, NoReturn
+from typing import Any, Callable, NoReturn
 
 from omegaconf import OmegaConf
 
 from benchmark.errors import UserError
+from benchmark.sweep import Invocation, describe, expand, launcher_problem, parse
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 GROUPS = ("agent", "task", "executor", "llm")
@@ -29,7 +32,10 @@ def fail(message: str) -> NoReturn:
 def _options(group: str) -> list[str]:
     from hydra.core.config_store import ConfigStore
 
-    names = set(ConfigStore.instance().list(group)) if group in ConfigStore.instance().repo else set()
+    try:
+        names = set(ConfigStore.instance().list(group))
+    except OSError:  # no such group in the store
+        names = set()
     names = {n.removesuffix(".yaml") for n in names if n != "base_llm.yaml"}
     names |= {p.stem for p in (CONFIG_DIR / group).glob("*.yaml")}
     return sorted(names)
@@ -40,7 +46,7 @@ def _fix_for(exc: Exception, overrides: list[str], compose: Callable) -> str:
 
     text = str(exc).strip()
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file and "/" in exc.missing_cfg_file:
-        group, name = exc.missing_cfg_file.split("/", 1)
+        group, name = exc.missing_cfg_file.rsplit("/", 1)  # hydra/launcher/<name> too
         choices = ", ".join(_options(group))
         hint = {"agent": "install the agent's plugin package or pick one of these",
                 "task": "add ml_tasks/<name>/task.yaml, put its folder on $RESEARCHBENCH_TASKS_PATH, "
@@ -85,27 +91,68 @@ def _suggest(key: str, overrides: list[str], compose: Callable) -> str:
     return f" (did you mean '{where}{close[0]}'?)" if close else f" (known: {', '.join(keys)})"
 
 
-def prevalidate(argv: list[str]) -> None:
-    """Compose the config the way Hydra will; exit 2 with one line on any problem."""
-    if any(a in ("-m", "--multirun", "-h", "--help", "--hydra-help", "--info") or a.startswith("--info")
-           for a in argv):
-        return  # sweeps are validated per job by Hydra itself
-    overrides = [a for a in argv if not a.startswith("-") and "=" in a]
-    stray = [a for a in argv if not a.startswith("-") and "=" not in a and a not in ("job", "hydra", "all")]
+def prevalidate(argv: list[str]) -> Invocation:
+    """Compose every job the command line describes (one, or each job of a `-m` sweep) the way Hydra
+    will and run the start-up checks on it; exit 2 with one line on the first problem, before any
+    job starts."""
+    from benchmark.plugins import get_registry
+    from benchmark.preflight import preflight
+
+    invocation = parse(argv, fail)
+    if invocation.passthrough:
+        return invocation
+    overrides = list(invocation.args.overrides)
+    stray = [a for a in overrides if "=" not in a and not a.startswith("~")]
     if stray:
         fail(f"'{stray[0]}' is not an override; write key=value (e.g. agent=greedy task=causality)")
+    compose = _composer(invocation.args)
+    if invocation.multirun:
+        try:
+            invocation.jobs = expand(overrides)
+        except Exception as exc:
+            fail(_fix_for(exc, overrides, compose))
+        problem = launcher_problem(overrides) if invocation.args.cfg is None else ""
+        if problem:
+            fail(problem)
+    else:
+        invocation.jobs = [overrides]
+    registry, verified = get_registry(), set()
+    try:
+        for number, job in enumerate(invocation.jobs):
+            where = f"job {number} of the sweep ({describe(job)}): " if invocation.multirun else ""
+            try:
+                cfg = compose(job)
+            except Exception as exc:  # every composition error becomes one line
+                fail(where + _fix_for(exc, job, compose))
+            if invocation.args.cfg is None:  # printing a config needs no credentials or data
+                try:
+                    preflight(cfg, registry, verified)
+                except UserError as exc:
+                    fail(where + str(exc))
+            invocation.configs.append(cfg)
+    finally:
+        from hydra.core.global_hydra import GlobalHydra
+
+        GlobalHydra.instance().clear()
+    return invocation
+
+
+def _composer(args: Any) -> Callable[[list[str]], Any]:
+    """Hydra's compose API set up as this command line sets up @hydra.main (--config-path,
+    --config-name, --config-dir)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    def compose(items: list[str]):
-        GlobalHydra.instance().clear()
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            return hydra_compose(config_name="config", overrides=items)
+    config_dir = CONFIG_DIR
+    if args.config_path:
+        config_dir = (CONFIG_DIR.parent / args.config_path).resolve()
+    name = args.config_name or "config"
+    extra = [f"hydra.searchpath=[file://{Path(args.config_dir).resolve()}]"] if args.config_dir else []
 
-    try:
-        compose(overrides)
-    except Exception as exc:  # every composition error becomes one line
-        fail(_fix_for(exc, overrides, compose))
-    finally:
+    def compose(items: list[str]) -> Any:
         GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+            return hydra_compose(config_name=name, overrides=[*extra, *items])
+
+    return compose

@@ -30,8 +30,9 @@ from benchmark.executors.base import Executor
 from benchmark.experiment import check_isolation
 from benchmark.final_test import BASELINE_ID, final_test
 from benchmark.journal import BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
-from benchmark.llm import LLMClient, Usage, missing_credentials
+from benchmark.llm import LLMClient, Usage
 from benchmark.plugins import Registry
+from benchmark.preflight import llm_problem
 from benchmark.scheduler import Scheduler
 from benchmark.scoring.export import export_after_run
 from benchmark.task import Budget, load_task
@@ -52,10 +53,9 @@ class Run:
         self.prepared: PreparedTask = open_prepared(self.spec)
         self.budget: Budget = effective_budget(self.spec.budget, cfg.budget)
         self.agent_spec = registry.agents[cfg.agent.name]
-        if self.agent_spec.uses_llm:  # refused before anything is written, so no empty run dir is left
-            problem = missing_credentials(OmegaConf.to_object(cfg.llm))
-            if problem:
-                raise UserError(f"agent '{self.agent_spec.name}' needs an LLM: {problem}")
+        problem = llm_problem(self.agent_spec, cfg)  # refused before anything is written: no empty run dir
+        if problem:
+            raise UserError(problem)
         # absolute: sandboxes bind paths, and a relative one would depend on every process's cwd
         self.run_dir = Path(cfg.results_dir).absolute() / cfg.agent.name / self.spec.name / default_run_id(cfg)
         self.blobs = BlobStore(self.run_dir / "blobs")
@@ -124,11 +124,14 @@ class Run:
                     f"but executor.gpus lists {len(executor_cfg.gpus)}; give executor.gpus={list(range(k * wanted))} "
                     f"(ids of free GPUs) or lower parallel")
         executor = self.registry.executors[self.cfg.executor.name].build(executor_cfg)
+        bind_run = getattr(executor, "bind_run", None)  # remote backends: the task's image, the run's tag
+        if bind_run is not None:
+            bind_run(self.spec, self.run_dir)
         if executor.capacity < k:
             self.display.line(f"note: executor '{executor.name}' runs {executor.capacity} job(s) at once; "
                               f"parallel={k} nodes will wait for its slots")
         cpus = (os.cpu_count() or 1)
-        if k * self.spec.resources.cpus > cpus:
+        if k * self.spec.resources.cpus > cpus and executor.sandbox_mode != "modal":  # remote jobs use remote CPUs
             self.display.line(f"note: parallel={k} jobs x {self.spec.resources.cpus} CPU(s) each exceeds this "
                               f"machine's {cpus} CPUs; experiments will slow each other down")
         return executor

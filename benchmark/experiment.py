@@ -84,7 +84,7 @@ def phase_job(prepared: PreparedTask, phase: str, scratch: Path, timeout_s: floa
     return Job(
         argv=tuple(argv), workdir=code_dir, stdout_path=scratch / "stdout.txt", stderr_path=scratch / "stderr.txt",
         timeout_s=timeout_s, readonly=tuple(readonly), writable=(output_dir,),
-        limits=Limits(memory_gb=res.memory_gb, cpus=res.cpus), gpus=res.gpus,
+        limits=Limits(memory_gb=res.memory_gb, cpus=res.cpus), gpus=res.gpus, gpu_type=res.gpu_type,
         disk_bytes=int(res.disk_gb * _GIB), hidden=tuple(hidden), masked=(spec.task_dir,),
     )
 
@@ -164,7 +164,7 @@ def _evaluate(prepared: PreparedTask, phase: str, executor: Executor, scratch: P
               stderr_path=scratch / "eval_stderr.txt", timeout_s=limits.timeout_s,
               readonly=(handed, prepared.labels_dir, spec.task_dir),
               limits=Limits(memory_gb=limits.memory_gb, cpus=limits.cpus), disk_bytes=_EVALUATOR_DISK,
-              groups=(LABELS_GID,))
+              groups=(LABELS_GID,), local_only=True)  # labels never leave this machine, whatever the backend
     result = executor.submit(job).result()
     if result.error or result.violation:
         outcome.bug_reason = f"the evaluator could not run: {result.error or result.violation}"

@@ -15,7 +15,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import pluggy
 
@@ -60,6 +60,9 @@ class ExecutorSpec:
     name: str
     config_class: type  # dataclass with a `name: str` field; becomes the Hydra option executor=<name>
     build: Callable[[Any], Any]  # config object -> Executor
+    # config object -> why this backend cannot run here ("" when it can), checked offline before a
+    # run or any job of a sweep starts (e.g. missing credentials)
+    preflight: Optional[Callable[[Any], str]] = None
 
 
 @dataclass

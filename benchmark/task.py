@@ -72,6 +72,7 @@ class Requirement:
 @dataclass(frozen=True)
 class Resources:
     gpus: int = 0
+    gpu_type: str | None = None  # the GPU a remote backend should ask for ("A100-80GB"); executor.gpu wins
     cpus: int = 1
     memory_gb: float = 4.0
     disk_gb: float = 1.0  # most one job may store on the host (code dir + output dir); over it, it is killed
@@ -307,7 +308,7 @@ def load_task(task_dir: Path) -> TaskSpec:
         else:
             requirements.append(_build(reader, Requirement, req, f"requirements[{i}]", {"pip": str, "no_deps": bool}))
     resources = _build(reader, Resources, raw.get("resources", {}), "resources",
-                       {"gpus": int, "cpus": int, "memory_gb": float, "disk_gb": float})
+                       {"gpus": int, "gpu_type": str, "cpus": int, "memory_gb": float, "disk_gb": float})
     evaluation = _build(reader, Evaluation, raw.get("evaluation", {}), "evaluation",
                         {"max_output_mb": float, "memory_gb": float, "cpus": int, "timeout_s": float})
     for key in ("disk_gb", "memory_gb"):

@@ -32,12 +32,14 @@ class Job:
     env: dict[str, str] = field(default_factory=dict)  # added to a minimal clean environment
     limits: Limits = Limits()
     gpus: int = 0  # GPU slots this job needs (each gets its own CUDA_VISIBLE_DEVICES)
+    gpu_type: str | None = None  # the kind of GPU, for backends that choose one (Modal: "A100", "H100")
     output_cap_bytes: int = 8 * 1024 * 1024  # per stream: head and tail kept, the middle dropped
     network: bool = False
     disk_bytes: int | None = None  # most the job may store under workdir + writable; over it, it is killed
     hidden: tuple[Path, ...] = ()  # must not be visible to the job: the executor refuses to run it if so
     masked: tuple[Path, ...] = ()  # covered by an empty dir should a bound system dir contain them
     groups: tuple[int, ...] = ()  # extra groups of the unprivileged job user (e.g. to read labels)
+    local_only: bool = False  # must run on this machine (the evaluator: it reads the hidden labels)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,64 @@
+"""The table a sweep ends with: one row per job, read from each run's summary.json.
+
+Run directories follow from each job's composed config (results_dir/agent/task/run_id), so the
+table is the same whichever launcher ran the jobs and however many of them were resumed or no-ops.
+Rows come from benchmark.metrics.load_runs, the one reader of summaries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from omegaconf import DictConfig
+
+from benchmark.config import default_run_id
+from benchmark.errors import UserError
+
+COLUMNS = ("agent", "task", "seed", "best val", "hidden test", "normalized", "cost", "where")
+
+
+def run_dir(cfg: DictConfig) -> Path:
+    """Where the run of a composed config lives (the engine's own rule)."""
+    from benchmark.plugins import get_registry
+    from benchmark.task import load_task
+
+    task = load_task(get_registry().tasks[cfg.task.name]).name
+    return Path(cfg.results_dir).absolute() / cfg.agent.name / task / default_run_id(cfg)
+
+
+def sweep_rows(configs: Sequence[DictConfig]) -> list[tuple[str, ...]]:
+    from benchmark.metrics import load_runs
+
+    rows = []
+    for cfg in configs:
+        where = run_dir(cfg)
+        try:
+            runs = load_runs(where)
+        except UserError:  # never started, or stopped before its first summary
+            rows.append((cfg.agent.name, cfg.task.name, str(cfg.seed), "-", "-", "-", "-", f"{where} (no summary)"))
+            continue
+        r = runs.iloc[0]
+        status = "" if r["status"] == "finished" else f" ({r['status']})"
+        rows.append((r["agent"], r["task"], str(r["seed"]), _num(r["best_val"]), _num(r["best_test"]),
+                     _num(r["agent_norm"]), f"${r['usd']:.2f}", f"{where}{status}"))
+    return rows
+
+
+def render(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(str(v)) for v in column) for column in zip(COLUMNS, *rows)]
+    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in (COLUMNS, *rows)]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def print_sweep_table(configs: Sequence[DictConfig]) -> None:
+    print(f"\nsweep: {len(configs)} run(s)\n{render(sweep_rows(configs))}", flush=True)
+
+
+def _num(value: object) -> str:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "-"
+    return "-" if number != number else f"{number:.4g}"

@@ -1,0 +1,358 @@
+"""The Modal executor, offline: the shared conformance suite against a local stand-in of the client
+(tests/modal_standin.py: commands really run, in a bubblewrap container), the real `modal` objects
+the executor builds (never contacting a server), and the engine running a whole run on it."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from benchmark.errors import UserError
+from benchmark.executors import sandbox as sandbox_mod
+from benchmark.executors.base import Executor, Job, Limits
+from benchmark.executors.modal_backend import RUN_TAG, ModalExecutor, ModalExecutorConfig
+from benchmark.executors.modal_image import gpu_string, image_spec, modal_credentials_problem, pin
+from benchmark.task import Requirement
+from tests.executor_conformance import ExecutorConformance, make_job, run
+from tests.modal_standin import StandInModal
+
+BWRAP = next((p for p in sandbox_mod.bwrap_candidates(None) if not sandbox_mod.probe_bwrap(p)), None)
+needs_bwrap = pytest.mark.skipif(BWRAP is None, reason="the stand-in needs a working bubblewrap")
+
+
+def standin_executor(root: Path, **config: object) -> tuple[ModalExecutor, StandInModal]:
+    client = StandInModal(root, BWRAP)
+    cfg = ModalExecutorConfig(remote_python=sys.executable, disk_poll_s=0.2, **config)  # type: ignore[arg-type]
+    return ModalExecutor(cfg, client=client), client
+
+
+@pytest.fixture
+def no_modal_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET", "MODAL_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MODAL_CONFIG_PATH", str(tmp_path / "no-modal.toml"))
+
+
+@needs_bwrap
+class TestConformanceStandIn(ExecutorConformance):
+    isolated = True
+    runs_on_harness_host = False
+
+    @pytest.fixture
+    def executor(self, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Executor]:
+        ex, client = standin_executor(tmp_path_factory.mktemp("modal-standin"))
+        try:
+            yield ex
+        finally:
+            ex.shutdown()
+            assert all(sb.terminated for sb in client.sandboxes), "a sandbox was left running"
+
+
+# -- what the executor asks of Modal ----------------------------------------------------------
+
+
+@needs_bwrap
+def test_sandbox_arguments_tags_and_upload(tmp_path: Path) -> None:
+    ex, client = standin_executor(tmp_path / "standin", gpu="H100", max_concurrent_starts=2)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.csv").write_text("x\n1\n")
+    job = make_job(tmp_path, "import sys; print(open(sys.argv[1] + '/train.csv').read().split()[1])", str(data),
+                   readonly=(data,), gpus=2, limits=Limits(cpus=3, memory_gb=6))
+    try:
+        result, out, err = run(ex, job)
+        run(ex, make_job(tmp_path, "print(1)", name="again", readonly=(data,)))
+    finally:
+        ex.shutdown()
+    assert result.ok and out == "1\n", err
+    args = client.sandboxes[0].kwargs
+    assert args["gpu"] == "H100:2" and args["cpu"] == 3.0 and args["memory"] == 6144
+    assert args["block_network"] is True and args["timeout"] >= job.timeout_s
+    assert args["tags"][RUN_TAG] == ex.run_tag and args["app"].name == "researchbench"
+    assert args["volumes"]["/__researchbench/data"].read_only
+    assert len(client.volumes["researchbench-data"].uploads) == 1, "public data is uploaded once per content"
+    assert all(sb.terminated for sb in client.sandboxes)
+
+
+@needs_bwrap
+def test_orphans_of_the_same_run_are_terminated(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from benchmark.executors.modal_backend import run_tag
+
+    ex, client = standin_executor(tmp_path / "standin")
+    app = client.App.lookup("researchbench", create_if_missing=True)
+    run_dir = tmp_path / "run"
+    orphan = client.Sandbox.create(app=app, tags={RUN_TAG: run_tag(run_dir)})  # left by a killed harness
+    stranger = client.Sandbox.create(app=app, tags={RUN_TAG: run_tag(tmp_path / "another-run")})
+    ex.bind_run(SimpleNamespace(requirements=()), run_dir)
+    ex.shutdown()
+    assert orphan.terminated and not stranger.terminated
+
+
+@needs_bwrap
+def test_concurrent_starts_are_bounded(tmp_path: Path) -> None:
+    ex, client = standin_executor(tmp_path / "standin", max_parallel=3, max_concurrent_starts=1)
+    create, inside, peak = client.Sandbox.create, [0], [0]
+    lock = threading.Lock()
+
+    def slow_create(*args, **kwargs):
+        with lock:
+            inside[0] += 1
+            peak[0] = max(peak[0], inside[0])
+        time.sleep(0.2)
+        with lock:
+            inside[0] -= 1
+        return create(*args, **kwargs)
+
+    client.Sandbox.create = slow_create
+    try:
+        futures = [ex.submit(make_job(tmp_path, "print(1)", name=f"j{i}")) for i in range(3)]
+        assert all(f.result(timeout=120).ok for f in futures)
+    finally:
+        ex.shutdown()
+    assert peak[0] == 1
+
+
+@needs_bwrap
+def test_network_failure_is_a_failed_job_and_the_next_one_runs(tmp_path: Path) -> None:
+    ex, client = standin_executor(tmp_path / "standin")
+    client.fail_create = 1
+    try:
+        failed, _, _ = run(ex, make_job(tmp_path, "print(1)", name="a"))
+        ok, out, _ = run(ex, make_job(tmp_path, "print(2)", name="b"))
+    finally:
+        ex.shutdown()
+    assert failed.error.startswith("modal: ") and "connect" in failed.error and not failed.ok
+    assert ok.ok and out == "2\n"
+
+
+@needs_bwrap
+def test_evaluator_jobs_run_locally(tmp_path: Path) -> None:
+    ex, client = standin_executor(tmp_path / "standin")
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    (labels / "y.csv").write_text("SECRET\n")
+    job = make_job(tmp_path, "import sys; print(open(sys.argv[1]).read().strip())", str(labels / "y.csv"),
+                   readonly=(labels,), local_only=True)
+    try:
+        result, out, _ = run(ex, job)
+    finally:
+        ex.shutdown()
+    assert result.ok and out == "SECRET\n"
+    assert not client.sandboxes and not client.volumes, "a local-only job reached Modal"
+
+
+# -- the real modal objects, built offline -------------------------------------------------------
+
+
+def dockerfile(image: object, builder_version: str = "2024.10") -> list[str]:
+    """The Dockerfile commands of a real modal.Image, base layers first, rendered offline from the
+    layer functions modal keeps for its build (private API: a modal upgrade may need this adjusted)."""
+    import modal
+    from modal._utils.async_utils import synchronizer
+
+    private = synchronizer._translate_in(image) if isinstance(image, modal.Image) else image
+    scope = inspect.getclosurevars(private._load).nonlocals
+    commands: list[str] = []
+    for base in (scope.get("base_images") or {}).values():
+        commands += dockerfile(base, builder_version)
+    if scope.get("dockerfile_function"):
+        commands += [c for c in scope["dockerfile_function"](builder_version).commands if c != "FROM base"]
+    return commands
+
+
+def test_real_modal_objects_offline(tmp_path: Path) -> None:
+    import modal
+
+    ex = ModalExecutor(ModalExecutorConfig(gpu="A100-80GB", extra_pip=["tenacity"]), client=modal)
+    ex._app = modal.App("researchbench-test")  # App.lookup would contact Modal: never in tests
+    ex._image_spec = image_spec((Requirement("numpy>=1.25"), Requirement("torch", no_deps=True)), ["tenacity"])
+    data = tmp_path / "data"
+    data.mkdir()
+    job = make_job(tmp_path, "print(1)", readonly=(data,), gpus=1, timeout_s=100)
+    args = ex.sandbox_args(job)
+    accepted = inspect.signature(modal.Sandbox.create).parameters
+    assert set(args) <= set(accepted), set(args) - set(accepted)
+    assert isinstance(args["image"], modal.Image) and isinstance(args["app"], modal.App)
+    import importlib.metadata
+
+    steps = dockerfile(args["image"])
+    assert steps[0].startswith(f"FROM python:{sys.version_info.major}.{sys.version_info.minor}")
+    numpy, tenacity = (importlib.metadata.version(n) for n in ("numpy", "tenacity"))
+    assert f"RUN python -m pip install numpy=={numpy} tenacity=={tenacity}" in steps
+    assert any(s.startswith("RUN python -m pip install torch==") and s.endswith("--no-deps") for s in steps)
+    assert args["gpu"] == "A100-80GB" and args["block_network"] is True and args["timeout"] == 700
+    assert isinstance(args["volumes"]["/__researchbench/data"], modal.Volume)
+    ex.cfg.gpu = None  # no executor setting: the task's resources.gpu_type, else A100
+    assert ex.sandbox_args(make_job(tmp_path, "", name="l4", gpus=2, gpu_type="L4"))["gpu"] == "L4:2"
+    assert ex.sandbox_args(make_job(tmp_path, "", name="any", gpus=1))["gpu"] == "A100"
+    assert set(args["tags"]) == {RUN_TAG, "researchbench-job", "image"}
+    assert all(isinstance(v, str) for v in args["tags"].values())
+    ex._local.shutdown()
+    ex._pool.shutdown()
+
+
+def test_image_spec_pins_local_versions() -> None:
+    import importlib.metadata
+
+    numpy = importlib.metadata.version("numpy")
+    spec = image_spec((Requirement("numpy>=1.25"), Requirement("numpy<1.0"), Requirement("no-such-pkg-xyz>=1"),
+                       Requirement("torch", no_deps=True)), python_version="3.11")
+    assert spec.packages == (f"numpy=={numpy}", "numpy<1.0", "no-such-pkg-xyz>=1")
+    assert spec.no_deps == (pin("torch"),) and "+" not in pin("torch")
+    assert spec.key == image_spec((Requirement("numpy>=1.25"), Requirement("numpy<1.0"),
+                                   Requirement("no-such-pkg-xyz>=1"), Requirement("torch", no_deps=True)),
+                                  python_version="3.11").key
+    assert spec.key != image_spec((), python_version="3.11").key
+
+
+@pytest.mark.parametrize("configured, count, expected", [
+    (None, 0, None), ("H100", 0, None), (None, 1, "A100"), ("H100", 2, "H100:2"), ("H100:4", 1, "H100:4"),
+])
+def test_gpu_string(configured, count, expected) -> None:
+    assert gpu_string(configured, count) == expected
+
+
+def test_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_modal_credentials: None) -> None:
+    assert "modal token new" in modal_credentials_problem()
+    with pytest.raises(UserError, match="modal token new"):
+        ModalExecutor(ModalExecutorConfig())
+    config = tmp_path / "modal.toml"
+    config.write_text('[me]\ntoken_id = "ak-1"\ntoken_secret = "as-1"\nactive = true\n')
+    monkeypatch.setenv("MODAL_CONFIG_PATH", str(config))
+    assert modal_credentials_problem() == ""
+
+
+# -- a whole run on the stand-in: the engine, the K-in-flight scheduler, the local evaluator ---------
+
+
+@needs_bwrap
+def test_run_on_modal_scores_locally_and_never_uploads_labels(toy, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmark.executors import modal_backend
+    from conftest import journal_records, run_inprocess
+
+    clients: list[StandInModal] = []
+
+    def client() -> StandInModal:
+        clients.append(StandInModal(tmp_path / f"standin{len(clients)}", BWRAP))
+        clients[-1].fail_creates_at = {3}  # the network fails while the second experiment starts
+        return clients[-1]
+
+    monkeypatch.setattr(modal_backend, "modal_client", client)
+    overrides = ("agent=optuna", "task=toy", f"results_dir={tmp_path / 'results'}", "budget.steps=3",
+                 "executor=modal", f"executor.remote_python={sys.executable}", "parallel=2")
+    summary, out = run_inprocess(*overrides)
+    assert summary["status"] == "finished" and summary["sandbox"] == "modal", out
+    assert summary["baseline"]["val"] == 5.0 and summary["baseline"]["test"] == 20.0
+    assert summary["best"]["test"] is not None
+    standin = clients[-1]
+    assert len(standin.sandboxes) == 1 + 2 + 2  # baseline, experiments but the failed one, two final tests
+    nodes = [r["node"] for r in journal_records(Path(summary["run_dir"])) if r["kind"] == "finished"]
+    failed = [n for n in nodes if "modal: " in (n.get("bug_reason") or "")]
+    assert len(failed) == 1 and "connect" in failed[0]["bug_reason"], "a network failure is a recorded failed step"
+    assert all(sb.terminated for sb in standin.sandboxes)
+    labels = toy.labels_dir
+    secrets = {p.read_bytes() for p in labels.rglob("*") if p.is_file()}
+    uploaded = [p for p in (tmp_path / "standin0").rglob("*") if p.is_file() and not p.is_symlink()]
+    assert uploaded and not any(p.read_bytes() in secrets for p in uploaded), "labels reached the sandbox"
+    assert not any(str(labels) in " ".join(e) for sb in standin.sandboxes for e in sb.execs)
+    tags = {sb.kwargs["tags"]["researchbench-run"] for sb in standin.sandboxes}
+    assert len(tags) == 1
+    # the same command again: a finished run is a no-op and creates no sandbox
+    summary2, out2 = run_inprocess(*overrides)
+    assert "nothing to do" in out2 and not clients[-1].sandboxes
+    assert [r["kind"] for r in journal_records(Path(summary["run_dir"]))].count("final") == 1
+
+
+@needs_bwrap
+def test_agent_code_runs_unprivileged_and_cannot_touch_harness_files(tmp_path: Path) -> None:
+    ex, _ = standin_executor(tmp_path / "standin")
+    job = make_job(tmp_path, """
+        import json, os
+        def attempt(fn):
+            try:
+                fn()
+                return "ALLOWED"
+            except OSError as exc:
+                return type(exc).__name__
+        def replace():
+            open("evil.py", "w").write("print('replaced')")
+            os.replace("evil.py", "driver.py")
+        print(json.dumps({
+            "uid": os.getuid(),
+            "write": attempt(lambda: open("driver.py", "a").write("# edited")),
+            "replace": attempt(replace),
+            "remove": attempt(lambda: os.remove("driver.py")),
+            "new_file": attempt(lambda: open("notes.txt", "w").write("mine")),
+        }))
+    """)
+    (job.workdir / "driver.py").write_text("print('the harness driver')\n")
+    job = Job(**{**job.__dict__, "readonly": (job.workdir / "driver.py",)})
+    try:
+        result, out, err = run(ex, job)
+    finally:
+        ex.shutdown()
+    assert result.ok, err
+    seen = json.loads(out)
+    assert seen["uid"] == 65534
+    assert seen["write"] != "ALLOWED" and seen["replace"] != "ALLOWED" and seen["remove"] != "ALLOWED"
+    assert seen["new_file"] == "ALLOWED"
+    assert (job.workdir / "driver.py").read_text() == "print('the harness driver')\n"
+    assert (job.workdir / "notes.txt").read_text() == "mine"  # the code dir came back
+
+
+def test_downloads_are_parsed_as_hostile(tmp_path: Path) -> None:
+    """What comes back from a sandbox: only regular files and dirs under the requested roots."""
+    import io
+    import tarfile
+
+    from benchmark.executors.remote_files import MAX_DEPTH, unpack
+
+    root = tmp_path / "out"
+    root.mkdir()
+    outside = tmp_path / "outside.txt"
+    rel = str(root).lstrip("/")
+
+    def archive(*members: tuple[str, bytes | None, bytes]) -> bytes:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            for name, link_type, data in members:
+                info = tarfile.TarInfo(name)
+                if link_type is not None:
+                    info.type, info.linkname = link_type, data.decode()
+                    tar.addfile(info)
+                else:
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+        return buffer.getvalue()
+
+    data = archive(
+        (f"{rel}/pred.json", None, b"[1, 2]"),
+        (f"{rel}/link", tarfile.SYMTYPE, str(outside).encode()),
+        (f"{rel}/link/through.txt", None, b"via the link"),
+        (f"{rel}/hard", tarfile.LNKTYPE, f"{rel}/pred.json".encode()),
+        (f"{rel}/fifo", tarfile.FIFOTYPE, b""),
+        (f"{rel}/../outside.txt", None, b"escaped"),
+        (str(outside).lstrip("/"), None, b"escaped"),
+    )
+    result = unpack(data, [root])
+    assert not result.violation and result.files == 2 and result.skipped == 5
+    assert sorted(p.name for p in root.iterdir()) == ["link", "pred.json"]
+    assert not (root / "link").is_symlink() and (root / "link" / "through.txt").read_bytes() == b"via the link"
+    assert (root / "pred.json").read_bytes() == b"[1, 2]" and not outside.exists()
+    away = tmp_path / "away"
+    away.mkdir()
+    (root / "evil").symlink_to(away)  # a link already on the host is never written through
+    assert unpack(archive((f"{rel}/evil/x", None, b"no")), [root]).skipped == 1 and not (away / "x").exists()
+    deep = "/".join(["d"] * (MAX_DEPTH + 2))
+    assert "deeper" in unpack(archive((f"{rel}/{deep}/x", None, b"")), [root]).violation
+    assert "unreadable" in unpack(b"not a tar" * 100, [root]).violation

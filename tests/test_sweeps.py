@@ -1,0 +1,136 @@
+"""Sweeps (`-m`): every job checked before the first starts, Hydra's own flags, the joblib, submitit and
+Modal launchers on two short runs, resume of a partly finished sweep, the closing table."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import compose, run_cli, run_inprocess
+
+
+
+def _prevalidate(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int | None, str]:
+    from benchmark.cli import prevalidate
+
+    compose("task=toy")  # registers the plugin configs, as run_agent_benchmark.py does
+    try:
+        prevalidate(argv)
+    except SystemExit as exc:
+        return int(exc.code), capsys.readouterr().err
+    return None, capsys.readouterr().err
+
+
+@pytest.fixture
+def no_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("OPENAI_API_KEY", "MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET", "MODAL_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MODAL_CONFIG_PATH", str(tmp_path / "none.toml"))
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["-m", "agent=optuna,greedy", "task=toy", "seed=0,1"],
+     ["job 2 of the sweep (agent=greedy task=toy seed=0)", "needs an LLM", "OPENAI_API_KEY"]),
+    (["-m", "agent=optuna,gredy", "task=toy"], ["job 1 of the sweep", "unknown agent 'gredy'"]),
+    (["-m", "task=toy", "budget.stepz=1,2"], ["did you mean 'budget.steps'"]),
+    (["-m", "task=toy", "seed=0,1", "executor=modal"], ["executor=modal needs Modal credentials", "modal token new"]),
+    (["-m", "hydra/launcher=modal", "task=toy", "seed=0,1"], ["hydra/launcher=modal", "modal token new"]),
+    (["task=toy", "executor=modal"], ["executor=modal needs Modal credentials", "modal token new"]),  # one run
+    (["task=toy", "-m", "seed=0,1"], ["unrecognized arguments", "before the overrides"]),
+    (["-m", "hydra/launcher=jobib", "task=toy", "seed=0,1"], ["unknown hydra/launcher 'jobib'", "joblib"]),
+])
+def test_a_bad_job_stops_the_sweep_before_any_job_runs(argv, fragments, toy, no_keys, capsys) -> None:
+    code, err = _prevalidate(argv, capsys)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_the_readme_sweep_without_a_key_runs_nothing(toy, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    proc = run_cli("-m", "agent=optuna,greedy", "task=toy", "seed=0,1,2", f"results_dir={tmp_path}",
+                   env={"OPENAI_API_KEY": ""} if "OPENAI_API_KEY" in env else None)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "agent 'greedy' needs an LLM" in proc.stderr
+    assert not list(tmp_path.rglob("journal.jsonl")), "a job ran although the sweep was invalid"
+
+
+def test_multirun_cfg_job_and_config_dir(toy, tmp_path: Path, capsys) -> None:
+    from benchmark.sweep import print_job_configs
+
+    extra = tmp_path / "conf" / "agent"
+    extra.mkdir(parents=True)
+    (extra / "patient.yaml").write_text("defaults:\n  - optuna\n  - _self_\nn_startup_trials: 7\n")
+    code, _ = _prevalidate(["--config-dir", str(tmp_path / "conf"), "-m", "agent=patient,optuna", "task=toy",
+                            "--cfg", "job", "-p", "agent"], capsys)
+    assert code is None
+    from benchmark.cli import prevalidate
+
+    invocation = prevalidate(["--config-dir", str(tmp_path / "conf"), "-m", "agent=patient,optuna", "task=toy",
+                              "--cfg", "job", "-p", "agent"])
+    print_job_configs(invocation)
+    out = capsys.readouterr().out
+    assert "# job 0: agent=patient task=toy" in out and "n_startup_trials: 7" in out
+    assert "# job 1: agent=optuna task=toy" in out and "n_startup_trials: 4" in out
+    assert "task:" not in out  # -p agent: only that package
+
+
+def test_hydra_flags_reach_hydra(toy) -> None:
+    proc = run_cli("-m", "agent=optuna", "task=toy", "seed=0,1", "--cfg", "job")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("# job ") == 2 and "seed: 1" in proc.stdout
+    info = run_cli("--info", "plugins")
+    assert info.returncode == 0 and "ModalLauncher" in info.stdout and "JoblibLauncher" in info.stdout
+
+
+def _table(out: str) -> list[list[str]]:
+    lines = out[out.index("\nsweep: "):].splitlines()[2:]
+    assert lines[0].split()[:3] == ["agent", "task", "seed"] and "normalized" in lines[0]
+    return [line.split() for line in lines[2:] if line.strip()]
+
+
+def test_joblib_sweep_resumes_a_partly_finished_sweep(toy, tmp_path: Path) -> None:
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    common = ["agent=optuna", "task=toy", "budget.steps=1", f"results_dir={tmp_path}", "quiet=true"]
+    first, _ = run_inprocess(*common, "seed=0")  # one job of the sweep finished before the sweep
+    journal = Path(first["run_dir"]) / "journal.jsonl"
+    before = journal.read_bytes()
+    proc = run_cli("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *common, "seed=0,1")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("nothing to do") == 1 and journal.read_bytes() == before
+    rows = _table(proc.stdout)
+    assert [r[:3] for r in rows] == [["optuna", "toy", "0"], ["optuna", "toy", "1"]]
+    assert all(r[4] != "-" and r[6] == "$0.00" for r in rows)  # a hidden-test score and the cost
+    assert rows[0][-1] == first["run_dir"]
+
+
+def test_submitit_local_sweep(toy, tmp_path: Path) -> None:
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    proc = run_cli("-m", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5", "agent=optuna",
+                   "task=toy", "budget.steps=1", f"results_dir={tmp_path}", "quiet=true", "seed=3,4")
+    assert proc.returncode == 0, proc.stderr
+    rows = _table(proc.stdout)
+    assert [r[2] for r in rows] == ["3", "4"] and all(r[4] != "-" for r in rows)
+    assert len(list(tmp_path.glob("optuna/toy/*/summary.json"))) == 2
+
+
+def test_modal_launcher_on_the_stand_in(toy, tmp_path: Path) -> None:
+    from tests.test_executor_modal import BWRAP
+
+    if BWRAP is None:
+        pytest.skip("the stand-in needs a working bubblewrap")
+    proc = run_cli("-m", "hydra/launcher=modal", "hydra.launcher.client=tests.modal_standin:from_env",
+                   f"hydra.launcher.remote_python={sys.executable}", "agent=optuna", "task=toy", "budget.steps=1",
+                   f"results_dir={tmp_path / 'results'}", "quiet=true", "seed=0,1",
+                   env={"RESEARCHBENCH_STANDIN_ROOT": str(tmp_path / "standin")})
+    assert proc.returncode == 0, proc.stderr
+    rows = _table(proc.stdout)
+    assert [r[2] for r in rows] == ["0", "1"] and all(r[4] != "-" for r in rows)
+    # the runs happened in the stand-in's containers and their run dirs came back
+    assert len(list((tmp_path / "standin").glob("*/sandboxes/*"))) == 2
+    assert len(list((tmp_path / "results").glob("optuna/toy/*/summary.json"))) == 2
+    assert list((tmp_path / "results").glob(".multirun/*/0/run.log"))
