@@ -191,3 +191,17 @@ def test_killed_openevolve_run_resumes_to_the_same_database(toy, tmp_path: Path)
     assert _run_tree(run_dir) == _run_tree(ref_dir)
     final = _run_tree(ref_dir)[-1][-1]
     assert final["programs"].count("0000") == 1 and final["migrants"]  # seeded once; migration happened
+
+
+def test_two_in_flight_fill_the_islands_and_spend_the_budget_exactly(toy, tmp_path: Path) -> None:
+    replies = [f"Plan: slope {s}.\n\n### FILE: params.json\n```json\n{{\"slope\": {s}}}\n```\n"
+               for s in (2, 3, 2.5, 2.8, 3.1)]
+    summary, _ = run_inprocess("agent=openevolve", "task=toy", "budget.steps=4", "parallel=2", "agent.edit_format=auto",
+                               f"results_dir={tmp_path}", "llm=mock", llm__mock_responses=replies)
+    records = journal_records(Path(summary["run_dir"]))
+    nodes = [r["node"] for r in records if r["kind"] == "finished"][1:]
+    assert summary["steps"]["experiments"] == 4 and all(n["status"] == "ok" for n in nodes)
+    assert sorted(n["hints"]["island"] for n in nodes) == [0, 0, 1, 2]
+    database = [r for r in records if r["kind"] == "finished"][-1]["checkpoint"]["policy"]
+    assert database["programs"] == ["0000"] + [n["id"] for n in nodes]  # every result joined, in arrival order
+    assert database["generations"] == [2, 1, 1]
