@@ -1,6 +1,6 @@
 """Reference unlearning used to measure the target (never shown to agents; the task folder is masked).
 
-Distil the original model into itself on the retained images (keeping what it knows about them)
+Measured with params.json {"temperature": 2.0}. Distil the original model into itself on the retained images (keeping what it knows about them)
 while teaching it, on the forget set, the original's predictions softened by a temperature: a
 model that never trained on an image is less sure about it, so forgotten images end up with the
 loss profile of unseen ones instead of the near-zero loss of memorised members.
