@@ -7,8 +7,10 @@ inside one process, so every agent call runs in its own short-lived child proces
 1. the driver forks; the parent holds no training data, so the child inherits none;
 2. trusted driver code in the child loads exactly the inputs of this call (`load`);
 3. `install_guard` adds an audit hook that refuses, for the rest of the child's life, to open or
-   list anything under the blocked folders (the data folders, the driver's scratch folder), to read
-   another process's memory, to start programs, or to use ctypes;
+   list anything under the blocked folders (the data folders, the driver's scratch folder), to
+   write, create, rename or delete anything outside the call's own output folder (so no file can
+   carry data from one call to a later one), to reopen inherited files such as stdout, to read or
+   signal other processes, to start programs, or to use ctypes;
 4. the agent's module is imported and called (`work`); the child writes its results to files;
 5. the parent reads and validates those files as untrusted input.
 
@@ -42,12 +44,25 @@ _DENIED_EVENTS = (
     "ctypes.addressof", "ctypes.string_at", "ctypes.wstring_at", "gc.get_referrers", "gc.get_objects",
     "sys._current_frames", "socket.connect", "socket.bind",
 )
-_PATH_EVENTS = ("open", "os.listdir", "os.scandir", "os.chdir", "os.link", "os.symlink", "os.rename",
-                "shutil.copyfile", "shutil.copytree")
+_READ_EVENTS = ("open", "os.listdir", "os.scandir", "os.chdir")
+# Events that change the filesystem: allowed only under the call's own output folder, so no file,
+# folder name or timestamp left by one call can carry data to a later one.
+_WRITE_EVENTS = ("os.mkdir", "os.rename", "os.link", "os.symlink", "os.truncate", "os.utime", "os.chmod",
+                 "os.chown", "os.chflags", "os.lchflags", "os.setxattr", "os.removexattr", "os.remove",
+                 "os.rmdir", "os.mkfifo", "os.mknod", "shutil.copyfile", "shutil.copymode", "shutil.copystat",
+                 "shutil.copytree", "shutil.move", "shutil.rmtree", "shutil.chown")
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+# Reopening an inherited pipe or file (stdout, stderr) through /proc or /dev would let a later call
+# read what an earlier one printed.
+_FD_PATHS = ("/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/proc/self/fd", "/proc/thread-self/fd")
 
 
 class IsolationError(Exception):
     """A child failed (the agent's code raised, or broke a rule): one line for the driver to report."""
+
+
+def _real(raw: str | bytes | os.PathLike) -> str:
+    return os.path.realpath(os.fsdecode(raw))
 
 
 def _under(path: str, roots: tuple[str, ...]) -> bool:
@@ -55,30 +70,41 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
 
 
 def install_guard(blocked: list[Path], allowed_writes: list[Path] = ()) -> None:
-    """From now on this process may not read, list or link anything under `blocked` (except writing
-    under `allowed_writes`), read process memory, start programs or use ctypes."""
+    """From now on this process may not read or list anything under `blocked`, change the filesystem
+    anywhere but under `allowed_writes`, reopen inherited files, read other processes' memory, signal
+    them, start programs or use ctypes."""
     roots = tuple(os.path.realpath(p) for p in blocked)
     writable = tuple(os.path.realpath(p) for p in allowed_writes)
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event in _DENIED_EVENTS or event.startswith(("os.exec", "os.spawn", "os.posix_spawn")):
             raise PermissionError(f"isolation: {event} is not allowed in agent code")
-        if event not in _PATH_EVENTS or not args:
+        if event == "os.kill" and args and args[0] != os.getpid():
+            raise PermissionError("isolation: signalling other processes is not allowed in agent code")
+        if event in _WRITE_EVENTS:
+            for raw in args[:2]:
+                if isinstance(raw, (str, bytes, os.PathLike)) and not _under(_real(raw), writable):
+                    raise PermissionError(f"isolation: {event} outside this call's output folder is not allowed")
             return
-        for raw in args[:2]:
-            if not isinstance(raw, (str, bytes, os.PathLike)):
-                continue
-            path = os.path.realpath(os.fsdecode(raw))
-            if path.startswith("/proc/") and not path.startswith("/proc/self/") and path != "/proc/self":
-                if path.split("/")[2].isdigit() and path.split("/")[2] != str(os.getpid()):
+        if event not in _READ_EVENTS or not args or not isinstance(args[0], (str, bytes, os.PathLike)):
+            return
+        raw = os.path.abspath(os.fsdecode(args[0]))
+        path = _real(args[0])
+        if raw.startswith(_FD_PATHS) or path.startswith(_FD_PATHS) or "/fd/" in raw and raw.startswith("/proc/"):
+            raise PermissionError("isolation: reopening inherited files is not allowed in agent code")
+        if raw.startswith("/proc/") or path.startswith("/proc/"):
+            for candidate in (raw, path):
+                parts = candidate.split("/")
+                if len(parts) > 2 and parts[2].isdigit() and parts[2] != str(os.getpid()):
                     raise PermissionError("isolation: other processes' /proc entries are not readable")
-            if path.startswith("/proc/") and path.endswith(("/mem", "/maps", "/pagemap")):
-                raise PermissionError("isolation: process memory is not readable")
-            if _under(path, roots):
-                writes = event == "open" and (any(c in str(args[1] or "") for c in "wax")
-                                              or bool((args[2] or 0) & (os.O_WRONLY | os.O_CREAT)))
-                if not (writes and _under(path, writable)):
-                    raise PermissionError(f"isolation: {path} is not readable at this point of the protocol")
+                if candidate.endswith(("/mem", "/maps", "/pagemap", "/environ")):
+                    raise PermissionError("isolation: process memory is not readable")
+        writes = event == "open" and len(args) > 2 and (any(c in str(args[1] or "") for c in "wax+")
+                                                         or bool((args[2] or 0) & _WRITE_FLAGS))
+        if writes and not _under(path, writable):
+            raise PermissionError("isolation: writing outside this call's output folder is not allowed")
+        if _under(path, roots) and not (writes and _under(path, writable)):
+            raise PermissionError(f"isolation: {path} is not readable at this point of the protocol")
 
     sys.addaudithook(hook)
     torch = sys.modules.get("torch")
