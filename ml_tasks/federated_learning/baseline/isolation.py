@@ -4,7 +4,9 @@ The continual-learning and federated-learning drivers must keep agent code from 
 not entitled to at that moment (a later split, another client's shard). Python cannot hide objects
 inside one process, so every agent call runs in its own short-lived child process:
 
-1. the driver forks; the parent holds no training data, so the child inherits none;
+1. the driver forks; the parent never loads training data (not even to count it), so the child
+   inherits none, not even in freed memory: code in the child can read its own process's memory
+   (numpy's as_strided is enough), so what is not there is the only reliable secret;
 2. trusted driver code in the child loads exactly the inputs of this call (`load`);
 3. `install_guard` adds an audit hook that refuses, for the rest of the child's life, to open or
    list anything under the blocked folders (the data folders, the driver's scratch folder), to
