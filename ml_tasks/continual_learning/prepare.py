@@ -1,0 +1,75 @@
+"""Write the continual_learning task's data: sklearn's digits as five class-incremental splits.
+
+Run by `benchmark.workspace.prepare` (never by agent code):
+
+    python prepare.py --out <workspace/continual_learning>
+
+Offline and deterministic (sklearn's bundled digits, a fixed seed, uncompressed .npz files whose
+zip entries carry a fixed timestamp), so two runs write the same bytes. Layout under --out:
+
+    public/train_split{0..4}.npz   x (n, 64) float32 in [0, 1], y (n,) int64   (driver only, one split per call)
+    public/val_inputs.npz          id (n,) int64, x (n, 64) float32            (agent-visible)
+    test_inputs/test_inputs.npz    id, x                                        (final test phase only)
+    labels/val_labels.csv          id, y                                        (evaluator only)
+    labels/test_labels.csv         id, y                                        (evaluator only)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+SPLITS = ((0, 1), (2, 3), (4, 5), (6, 7), (8, 9))  # class-incremental, as split-MNIST
+SEED = 20261124
+FRACTIONS = (0.6, 0.2)  # train, val; the rest is test (stratified per class)
+
+
+def load_digits() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits as sk_load
+
+    data = sk_load()
+    return (data.data / 16.0).astype(np.float32), data.target.astype(np.int64)
+
+
+def stratified_parts(y: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    parts: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": []}
+    for cls in np.unique(y):
+        idx = rng.permutation(np.flatnonzero(y == cls))
+        n_train, n_val = round(FRACTIONS[0] * len(idx)), round(FRACTIONS[1] * len(idx))
+        parts["train"].append(idx[:n_train])
+        parts["val"].append(idx[n_train:n_train + n_val])
+        parts["test"].append(idx[n_train + n_val:])
+    return {k: rng.permutation(np.concatenate(v)) for k, v in parts.items()}  # classes interleaved
+
+
+def build(out: Path) -> None:
+    x, y = load_digits()
+    rng = np.random.default_rng(SEED)
+    parts = stratified_parts(y, rng)
+    ids = rng.permutation(len(y))  # ids reveal neither the split nor the source order
+    for folder in ("public", "test_inputs", "labels"):
+        (out / folder).mkdir(parents=True, exist_ok=True)
+    train = parts["train"]
+    for k, classes in enumerate(SPLITS):
+        idx = train[np.isin(y[train], classes)]
+        np.savez(out / "public" / f"train_split{k}.npz", x=x[idx], y=y[idx])
+    for phase, folder, name in (("val", "public", "val_inputs"), ("test", "test_inputs", "test_inputs")):
+        idx = parts[phase][np.argsort(ids[parts[phase]], kind="stable")]
+        np.savez(out / folder / f"{name}.npz", id=ids[idx].astype(np.int64), x=x[idx])
+        pd.DataFrame({"id": ids[idx], "y": y[idx]}).to_csv(out / "labels" / f"{phase}_labels.csv", index=False,
+                                                          lineterminator="\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
+    build(parser.parse_args(argv).out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

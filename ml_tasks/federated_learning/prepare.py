@@ -1,0 +1,93 @@
+"""Write the federated_learning task's data: sklearn's digits spread over 10 non-IID clients.
+
+Run by `benchmark.workspace.prepare` (never by agent code):
+
+    python prepare.py --out <workspace/federated_learning>
+
+Offline and deterministic (bundled digits, fixed seeds, uncompressed .npz with fixed zip timestamps).
+The training part (60% per class) is split over the clients with label proportions drawn per class
+from Dirichlet(0.1) (Hsu et al. 2019), the usual non-IID benchmark split, so most clients see only a
+few classes and shard sizes differ. Layout under --out:
+
+    public/client{0..9}.npz        x (n, 64) float32 in [0, 1], y (n,) int64   (driver only, one client per call)
+    public/val_inputs.npz          id, x                                        (agent-visible)
+    test_inputs/test_inputs.npz    id, x                                        (final test phase only)
+    labels/val_labels.csv          id, y                                        (evaluator only)
+    labels/test_labels.csv         id, y                                        (evaluator only)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+N_CLIENTS = 10
+ALPHA = 0.1
+MIN_SHARD = 30  # redraw the Dirichlet split until every client has at least this many examples
+SEED = 20261125
+FRACTIONS = (0.6, 0.2)  # train, val; the rest is test (stratified per class)
+
+
+def load_digits() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits as sk_load
+
+    data = sk_load()
+    return (data.data / 16.0).astype(np.float32), data.target.astype(np.int64)
+
+
+def stratified_parts(y: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    parts: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": []}
+    for cls in np.unique(y):
+        idx = rng.permutation(np.flatnonzero(y == cls))
+        n_train, n_val = round(FRACTIONS[0] * len(idx)), round(FRACTIONS[1] * len(idx))
+        parts["train"].append(idx[:n_train])
+        parts["val"].append(idx[n_train:n_train + n_val])
+        parts["test"].append(idx[n_train + n_val:])
+    return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def dirichlet_shards(y: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
+    """Per class, cut its (shuffled) examples among the clients in Dirichlet(ALPHA) proportions."""
+    while True:
+        shards: list[list[np.ndarray]] = [[] for _ in range(N_CLIENTS)]
+        for cls in np.unique(y):
+            idx = rng.permutation(np.flatnonzero(y == cls))
+            cuts = (np.cumsum(rng.dirichlet([ALPHA] * N_CLIENTS)) * len(idx)).astype(int)[:-1]
+            for client, part in enumerate(np.split(idx, cuts)):
+                shards[client].append(part)
+        merged = [rng.permutation(np.concatenate(s)) for s in shards]
+        if min(map(len, merged)) >= MIN_SHARD:
+            return merged
+
+
+def build(out: Path) -> None:
+    x, y = load_digits()
+    rng = np.random.default_rng(SEED)
+    parts = stratified_parts(y, rng)
+    ids = rng.permutation(len(y))
+    for folder in ("public", "test_inputs", "labels"):
+        (out / folder).mkdir(parents=True, exist_ok=True)
+    train = parts["train"]
+    for client, shard in enumerate(dirichlet_shards(y[train], rng)):
+        idx = train[shard]
+        np.savez(out / "public" / f"client{client}.npz", x=x[idx], y=y[idx])
+    for phase, folder, name in (("val", "public", "val_inputs"), ("test", "test_inputs", "test_inputs")):
+        idx = parts[phase][np.argsort(ids[parts[phase]], kind="stable")]
+        np.savez(out / folder / f"{name}.npz", id=ids[idx].astype(np.int64), x=x[idx])
+        pd.DataFrame({"id": ids[idx], "y": y[idx]}).to_csv(out / "labels" / f"{phase}_labels.csv", index=False,
+                                                          lineterminator="\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
+    build(parser.parse_args(argv).out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

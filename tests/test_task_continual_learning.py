@@ -1,0 +1,222 @@
+"""The continual_learning task: data, floor, evaluator, and the driver's protocol against hostile code.
+
+The driver runs as a plain subprocess from a copy of the pristine baseline (as an executor would run
+it, without the sandbox); the baseline-record check goes through the sandbox and is marked slow.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.task_helpers import (REPO, code_copy, evaluator_module, prepare_again, prepared_digest, prepared_task,
+                                run_driver, run_evaluator, sandboxed_phase)
+
+TASK = "continual_learning"
+TASK_DIR = REPO / "ml_tasks" / TASK
+
+
+@pytest.fixture(scope="module")
+def prepared(workspace_root):
+    return prepared_task(TASK)
+
+
+@pytest.fixture(scope="module")
+def ev():
+    return evaluator_module(TASK)
+
+
+def labels(prepared, phase: str) -> pd.DataFrame:
+    return pd.read_csv(prepared.labels_dir / f"{phase}_labels.csv")
+
+
+def predictions(frame: pd.DataFrame, label_of) -> pd.DataFrame:
+    """Predictions after every split: label_of(split, ids) -> labels."""
+    return pd.concat([pd.DataFrame({"after_split": k, "id": frame["id"], "label": label_of(k, frame)})
+                      for k in range(5)], ignore_index=True)
+
+
+# --- data ------------------------------------------------------------------------------------------------------
+
+def test_prepare_is_deterministic_and_splits_are_class_incremental(prepared, tmp_path: Path) -> None:
+    assert prepare_again(prepared, tmp_path / "again") == prepared_digest(prepared)
+    assert sorted(p.name for p in prepared.public_dir.iterdir()) == \
+        [f"train_split{k}.npz" for k in range(5)] + ["val_inputs.npz"]
+    for k in range(5):
+        with np.load(prepared.public_dir / f"train_split{k}.npz") as split:
+            assert set(np.unique(split["y"])) == {2 * k, 2 * k + 1}
+            assert split["x"].shape[1] == 64 and 0 <= split["x"].min() and split["x"].max() <= 1
+    with np.load(prepared.public_dir / "val_inputs.npz") as val, \
+            np.load(prepared.test_inputs_dir / "test_inputs.npz") as test:
+        assert set(val.files) == set(test.files) == {"id", "x"}  # no labels next to the inputs
+        assert not set(val["id"]) & set(test["id"])
+
+
+# --- floor and evaluator ------------------------------------------------------------------------------------------
+
+def test_floor_is_the_best_constant_class_on_test(prepared, ev) -> None:
+    spec = prepared.spec
+    truth = labels(prepared, "test")
+    scores = [ev.score(ev.accuracy_matrix(p := predictions(truth, lambda k, f: np.full(len(f), c)), truth), truth, p)
+              ["average_accuracy"] for c in range(10)]
+    assert max(scores) == pytest.approx(spec.metric.floor, abs=1e-12)
+    assert not any(spec.metric.better(s, spec.metric.floor) for s in scores)
+
+
+def test_perfect_and_forgetful_predictions_score_as_documented(prepared, ev) -> None:
+    truth = labels(prepared, "val")
+    perfect = predictions(truth, lambda k, f: f["y"])
+    metrics = ev.score(ev.accuracy_matrix(perfect, truth), truth, perfect)
+    assert metrics["average_accuracy"] == 1.0 and metrics["forgetting"] == 0.0
+    # right only on the last split's classes: the textbook catastrophic forgetting
+    last_only = predictions(truth, lambda k, f: np.where(f["y"] // 2 == k, f["y"], 2 * k))
+    metrics = ev.score(ev.accuracy_matrix(last_only, truth), truth, last_only)
+    assert metrics["acc_after_split_0"] == 1.0 and metrics["forgetting"] == pytest.approx(1.0, abs=0.02)
+    assert metrics["average_accuracy"] == pytest.approx(0.2, abs=0.02)
+
+
+@pytest.mark.parametrize("breakage, reason", [
+    (lambda p: p.iloc[1:], "expected ids missing"),
+    (lambda p: pd.concat([p, p.iloc[:1]]), "duplicated"),
+    (lambda p: p[p.after_split < 4], "after_split must cover"),
+    (lambda p: p.assign(label=p["label"].where(p.index != 0, 10)), "labels must lie in 0..9"),
+    (lambda p: p.assign(label=p["label"].astype(float).where(p.index != 0, 0.5)), "must hold integers"),
+    (lambda p: p.assign(label=p["label"].astype(object).where(p.index != 0, "nan")), "must hold integers"),
+    (lambda p: p.drop(columns="after_split"), "lacks columns"),
+    (lambda p: pd.concat([p, pd.DataFrame({"after_split": [0], "id": [99999], "label": [1]})]), "unexpected ids"),
+], ids=["missing", "duplicate", "missing-split", "out-of-range", "fraction", "nan", "no-column", "extra-id"])
+def test_evaluator_rejects_malformed_predictions(prepared, ev, tmp_path: Path, breakage, reason: str) -> None:
+    truth = labels(prepared, "val")
+    (tmp_path / "p").mkdir()
+    breakage(predictions(truth, lambda k, f: f["y"])).to_csv(tmp_path / "p" / "predictions.csv", index=False)
+    with pytest.raises(ev.InvalidPredictions, match=reason):
+        ev.evaluate("val", tmp_path / "p", prepared.labels_dir)
+
+
+def test_evaluator_cli_rejects_garbage_in_one_line_and_writes_no_metrics(prepared, tmp_path: Path) -> None:
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "predictions.csv").write_bytes(b"\x00\xff" * 1000)
+    metrics = tmp_path / "m.json"
+    metrics.write_text('{"metrics": {"average_accuracy": 1.0}}')  # stale: must not survive
+    result = run_evaluator(TASK, "val", tmp_path / "p", prepared.labels_dir, metrics)
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not metrics.exists() and "Traceback" not in result.stderr
+
+
+# --- the driver's protocol against hostile learners -----------------------------------------------------------------
+
+HOSTILE_LEARNER = '''
+import ctypes, glob, os, subprocess, sys
+import numpy as np
+
+SEEN = []  # a module global: must not survive from one split to the next
+
+def attempt(name, action):
+    try:
+        action()
+    except (PermissionError, OSError, FileNotFoundError):
+        return
+    raise RuntimeError(f"LEAK: {name} was allowed")
+
+def train_split(state, x, y, classes, split, params, device):
+    assert SEEN == [], "a global survived the previous split"
+    SEEN.append(split)
+    assert set(np.unique(y)) == set(classes) == {2 * split, 2 * split + 1}, (classes, split)
+    assert (state is None) == (split == 0)
+    if state is not None:
+        assert int(state["count"][0]) == split, "splits out of order or state not carried"
+    data = params["data"]
+    for k in range(5):
+        attempt(f"open split {k}", lambda: open(os.path.join(data, f"train_split{k}.npz"), "rb").read(1))
+        attempt(f"np.load split {k}", lambda: np.load(os.path.join(data, f"train_split{k}.npz")))
+    attempt("listdir", lambda: os.listdir(data))
+    attempt("glob", lambda: [open(p, "rb") for p in glob.glob(data + "/*")] or (_ for _ in ()).throw(OSError()))
+    attempt("symlink", lambda: (os.symlink(data, "link"), open("link/train_split4.npz", "rb")))
+    attempt("subprocess", lambda: subprocess.run(["cat", os.path.join(data, "train_split4.npz")]))
+    attempt("os.system", lambda: os.system("true"))
+    attempt("ctypes", lambda: ctypes.CDLL(None).getpid())
+    attempt("parent memory", lambda: open(f"/proc/{os.getppid()}/mem", "rb"))
+    attempt("stash in /tmp", lambda: open("/tmp/stash.bin", "wb"))
+    attempt("stash in cwd", lambda: np.save("stash.npy", np.zeros(3)))
+    attempt("stash as a folder name", lambda: os.mkdir("/tmp/label-1"))
+    attempt("reopen stdout", lambda: open("/proc/self/fd/1", "rb"))
+    attempt("dev stdout", lambda: open("/dev/stdout", "rb"))
+    attempt("signal the parent", lambda: os.kill(os.getppid(), 0))
+    if split == 4:  # every check passed on every split: now break the state budget
+        return {"count": np.array([split + 1]), "stash": np.zeros(20_000)}
+    return {"count": np.array([split + 1])}
+
+def predict(state, x, params, device):
+    return np.zeros(len(x), dtype=int)
+'''
+
+
+def test_driver_feeds_splits_in_order_locks_out_other_data_and_enforces_the_budget(prepared, tmp_path: Path) -> None:
+    """One run: every split checks order, classes, carried state and that each way of reaching other
+    data is refused; at split 4 the learner exceeds the state budget, which must stop the run."""
+    params = json.dumps({"data": str(prepared.public_dir)})
+    code = code_copy(prepared, tmp_path / "code", {"learner.py": HOSTILE_LEARNER, "params.json": params})
+    result = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(tmp_path / "out"))
+    assert "LEAK" not in result.stdout + result.stderr
+    assert result.returncode == 1 and "driver error: split 4:" in result.stderr, result.stderr
+    assert "the budget is 20000" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert [line.split()[2] for line in result.stdout.splitlines() if "classes" in line] == ["0", "1", "2", "3"]
+    assert not (tmp_path / "out" / "predictions.csv").exists()
+
+
+@pytest.mark.parametrize("raw, reason", [
+    ({"w": np.zeros(20_001)}, "the budget is 20000"),
+    ({"w": np.array(["a"])}, "must be numeric"),
+    ({"a/b": np.zeros(1)}, "keys must be"),
+    ([1, 2], "must return a dict"),
+], ids=["over-budget", "strings", "path-key", "not-a-dict"])
+def test_what_crosses_the_split_boundary_is_checked(raw, reason: str) -> None:
+    isolation = load_isolation()
+    with pytest.raises(isolation.DriverError, match=reason):
+        isolation.as_arrays(raw, 20_000, "train_split")
+
+
+@pytest.mark.parametrize("raw, reason", [
+    (np.zeros(3), "expected (5,)"), (np.full(5, 10), "integer labels in 0..9"), (np.full(5, 0.5), "integer labels"),
+    (np.full((5, 10), np.nan), "non-finite"),
+], ids=["length", "range", "fraction", "nan-scores"])
+def test_predictions_are_checked(raw, reason: str) -> None:
+    isolation = load_isolation()
+    with pytest.raises(isolation.DriverError, match=re.escape(reason)):
+        isolation.as_labels(raw, 5, "predict")
+
+
+def load_isolation():
+    spec = importlib.util.spec_from_file_location("cl_isolation", TASK_DIR / "baseline" / "isolation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_description_states_the_limits_and_hides_the_harness() -> None:
+    text = (TASK_DIR / "description.md").read_text()
+    assert "20,000 numbers" in text and "train_split{k}.npz" in text
+    assert "labels/" not in text and "evaluate.py" not in text and "test_inputs" not in text
+
+
+# --- the recorded baseline ------------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_baseline_reproduces_its_record_and_the_trivial_overlay_stays_at_the_floor(prepared, tmp_path: Path) -> None:
+    spec = prepared.spec
+    seed = spec.baseline.seeds[0]
+    for phase, recorded in (("val", spec.baseline.val[0]), ("test", spec.baseline.test[0])):
+        outcome = sandboxed_phase(prepared, phase, seed, tmp_path / phase)
+        assert outcome.ok, outcome.bug_reason
+        assert outcome.primary == pytest.approx(recorded, abs=6e-5)
+    trivial = {p.name: p.read_text() for p in (TASK_DIR / "trivial" / "constant").iterdir()}
+    outcome = sandboxed_phase(prepared, "test", 0, tmp_path / "trivial", trivial)
+    assert outcome.ok and not spec.metric.better(outcome.primary, spec.metric.floor)
+    assert math.isfinite(outcome.metrics["forgetting"])

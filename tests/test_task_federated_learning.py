@@ -1,0 +1,175 @@
+"""The federated_learning task: data, floor, evaluator, and the simulation driver against hostile code.
+
+The driver runs as a plain subprocess from a copy of the pristine baseline (as an executor would run
+it, without the sandbox); the baseline-record check goes through the sandbox and is marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.task_helpers import (REPO, code_copy, evaluator_module, prepare_again, prepared_digest, prepared_task,
+                                run_driver, run_evaluator, sandboxed_phase)
+
+TASK = "federated_learning"
+TASK_DIR = REPO / "ml_tasks" / TASK
+
+
+@pytest.fixture(scope="module")
+def prepared(workspace_root):
+    return prepared_task(TASK)
+
+
+@pytest.fixture(scope="module")
+def ev():
+    return evaluator_module(TASK)
+
+
+def test_prepare_is_deterministic_and_clients_are_non_iid(prepared, tmp_path: Path) -> None:
+    assert prepare_again(prepared, tmp_path / "again") == prepared_digest(prepared)
+    sizes, classes = [], []
+    for k in range(10):
+        with np.load(prepared.public_dir / f"client{k}.npz") as shard:
+            sizes.append(len(shard["y"]))
+            counts = np.bincount(shard["y"], minlength=10)
+            classes.append(int((counts >= 0.1 * counts.sum()).sum()))
+    assert sum(sizes) == 1078 and min(sizes) >= 30
+    assert np.median(classes) <= 4  # label skew: most clients hold a few classes
+    with np.load(prepared.public_dir / "val_inputs.npz") as val:
+        assert set(val.files) == {"id", "x"}
+
+
+def test_floor_is_the_best_constant_class_on_test(prepared, ev) -> None:
+    truth = pd.read_csv(prepared.labels_dir / "test_labels.csv")
+    scores = [ev.score(ev.align(pd.DataFrame({"id": truth["id"], "label": c}), truth))["accuracy"] for c in range(10)]
+    assert max(scores) == pytest.approx(prepared.spec.metric.floor, abs=1e-12)
+
+
+@pytest.mark.parametrize("frame, reason", [
+    (lambda t: t.iloc[1:].assign(label=1), "expected ids missing"),
+    (lambda t: pd.concat([t, t.iloc[:1]]).assign(label=1), "duplicated"),
+    (lambda t: t.assign(label=-1), "labels must lie"),
+    (lambda t: t.assign(label=0.5), "must hold integers"),
+    (lambda t: t.assign(label=np.inf), "must hold integers"),
+    (lambda t: t.rename(columns={"y": "label_"}), "lacks columns"),
+], ids=["missing", "duplicate", "negative", "fraction", "inf", "no-label"])
+def test_evaluator_rejects_malformed_predictions(prepared, ev, tmp_path: Path, frame, reason: str) -> None:
+    truth = pd.read_csv(prepared.labels_dir / "val_labels.csv")
+    (tmp_path / "p").mkdir()
+    out = frame(truth)
+    out.drop(columns=[c for c in ("y",) if c in out.columns]).to_csv(tmp_path / "p" / "predictions.csv", index=False)
+    with pytest.raises(ev.InvalidPredictions, match=reason):
+        ev.evaluate("val", tmp_path / "p", prepared.labels_dir)
+
+
+def test_evaluator_cli_scores_and_rejects(prepared, tmp_path: Path) -> None:
+    truth = pd.read_csv(prepared.labels_dir / "val_labels.csv")
+    (tmp_path / "p").mkdir()
+    truth.rename(columns={"y": "label"}).to_csv(tmp_path / "p" / "predictions.csv", index=False)
+    result = run_evaluator(TASK, "val", tmp_path / "p", prepared.labels_dir, tmp_path / "m.json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "m.json").read_text())["metrics"]["accuracy"] == 1.0
+    # val predictions are not test predictions: every id is checked
+    result = run_evaluator(TASK, "test", tmp_path / "p", prepared.labels_dir, tmp_path / "m2.json")
+    assert result.returncode == 1 and "expected ids missing" in result.stderr and not (tmp_path / "m2.json").exists()
+
+
+HOSTILE_FEDLEARN = '''
+import ctypes, hashlib, os, subprocess
+import numpy as np
+
+def attempt(name, action):
+    try:
+        action()
+    except (PermissionError, OSError):
+        return
+    raise RuntimeError(f"LEAK: {name} was allowed")
+
+def probe_isolation(data):
+    for k in range(10):
+        attempt(f"client {k} file", lambda: open(os.path.join(data, f"client{k}.npz"), "rb").read(1))
+    attempt("listdir", lambda: os.listdir(data))
+    attempt("subprocess", lambda: subprocess.run(["true"]))
+    attempt("ctypes", lambda: ctypes.CDLL(None).getpid())
+    attempt("parent memory", lambda: open(f"/proc/{os.getppid()}/maps", "rb"))
+    attempt("stash in /tmp", lambda: open("/tmp/stash.bin", "wb"))
+    attempt("stash in cwd", lambda: np.save("stash.npy", np.zeros(3)))
+    attempt("stash as a folder name", lambda: os.mkdir("/tmp/label-1"))
+    attempt("reopen stdout", lambda: open("/proc/self/fd/1", "rb"))
+    attempt("dev stdout", lambda: open("/dev/stdout", "rb"))
+    attempt("signal the parent", lambda: os.kill(os.getppid(), 0))
+
+def fingerprint(x):
+    return np.frombuffer(hashlib.sha256(np.ascontiguousarray(x).tobytes()).digest()[:8], dtype=np.int64).astype(float)
+
+def init_model(params, device):
+    return {"round": np.array([0.0])}
+
+def client_update(model, client_state, x, y, params, device):
+    probe_isolation(params["data"])
+    if client_state is not None:  # a client's private state comes back to it, and only to it
+        assert np.array_equal(client_state["me"], fingerprint(x)), "client state handed to another client"
+        assert client_state["round"][0] == model["round"][0] - 1, "client state from the wrong round"
+    return {"n": np.array([float(len(y))])}, {"me": fingerprint(x), "round": model["round"].copy()}
+
+def server_aggregate(model, updates, sizes, server_state, params, device):
+    probe_isolation(params["data"])
+    assert len(updates) == 10 and [u["n"][0] for u in updates] == [float(s) for s in sizes]
+    rnd = model["round"][0]
+    assert (server_state is None) == (rnd == 0) and (server_state is None or server_state["round"][0] == rnd)
+    return {"round": model["round"] + 1}, {"round": model["round"] + 1}
+
+def predict(model, x, params, device):
+    assert model["round"][0] == 10, f"{model['round'][0]} rounds instead of 10"
+    return np.zeros(len(x), dtype=int)
+'''
+
+
+def test_driver_owns_rounds_isolates_clients_and_locks_out_data(prepared, tmp_path: Path) -> None:
+    params = json.dumps({"data": str(prepared.public_dir)})
+    code = code_copy(prepared, tmp_path / "code", {"fedlearn.py": HOSTILE_FEDLEARN, "params.json": params})
+    result = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert "LEAK" not in result.stdout + result.stderr
+    assert "after 10 rounds (112 isolated calls)" in result.stdout
+    assert set(pd.read_csv(tmp_path / "out" / "predictions.csv")["label"]) == {0}
+
+
+def test_driver_rejects_an_update_over_the_message_budget(prepared, tmp_path: Path) -> None:
+    fedlearn = (HOSTILE_FEDLEARN.replace('return {"n": np.array([float(len(y))])}',
+                                         'return {"n": np.array([float(len(y))]), "raw": np.zeros(5_000)}'))
+    code = code_copy(prepared, tmp_path / "code", {"fedlearn.py": fedlearn,
+                                                   "params.json": json.dumps({"data": str(prepared.public_dir)})})
+    result = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(tmp_path / "out"))
+    assert result.returncode == 1 and "driver error: round 0 client 0" in result.stderr, result.stderr
+    assert "the budget is 5000" in result.stderr and not (tmp_path / "out" / "predictions.csv").exists()
+
+
+def test_isolation_module_is_the_same_as_continual_learnings() -> None:
+    """One protocol, two harness-owned copies (each task folder ships on its own): they must not drift."""
+    ours = (TASK_DIR / "baseline" / "isolation.py").read_bytes()
+    assert ours == (REPO / "ml_tasks" / "continual_learning" / "baseline" / "isolation.py").read_bytes()
+
+
+def test_description_states_the_limits() -> None:
+    text = (TASK_DIR / "description.md").read_text()
+    assert "5,000 per message" in text and "10 rounds" in text and "Dirichlet(0.1)" in text
+    assert "labels/" not in text and "evaluate.py" not in text
+
+
+@pytest.mark.slow
+def test_baseline_reproduces_its_record_and_the_trivial_overlay_stays_at_the_floor(prepared, tmp_path: Path) -> None:
+    spec = prepared.spec
+    seed = spec.baseline.seeds[0]
+    for phase, recorded in (("val", spec.baseline.val[0]), ("test", spec.baseline.test[0])):
+        outcome = sandboxed_phase(prepared, phase, seed, tmp_path / phase)
+        assert outcome.ok, outcome.bug_reason
+        assert outcome.primary == pytest.approx(recorded, abs=6e-5)
+    trivial = {p.name: p.read_text() for p in (TASK_DIR / "trivial" / "constant").iterdir()}
+    outcome = sandboxed_phase(prepared, "test", 0, tmp_path / "trivial", trivial)
+    assert outcome.ok and not spec.metric.better(outcome.primary, spec.metric.floor)

@@ -1,0 +1,138 @@
+"""The representation_learning task: data separation, floor, the harness-owned probe, hostile embeddings.
+
+The driver runs as a plain subprocess from a copy of the pristine baseline; the baseline-record check
+goes through the sandbox and is marked slow.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.task_helpers import (REPO, code_copy, evaluator_module, prepare_again, prepared_digest, prepared_task,
+                                run_driver, run_evaluator, sandboxed_phase)
+
+TASK = "representation_learning"
+TASK_DIR = REPO / "ml_tasks" / TASK
+
+
+@pytest.fixture(scope="module")
+def prepared(workspace_root):
+    return prepared_task(TASK)
+
+
+@pytest.fixture(scope="module")
+def ev():
+    return evaluator_module(TASK)
+
+
+def inputs(prepared, phase: str) -> dict:
+    folder = prepared.test_inputs_dir if phase == "test" else prepared.public_dir
+    name = {"probe_train": "probe_train_inputs", "val": "val_inputs", "test": "test_inputs"}[phase]
+    with np.load(folder / f"{name}.npz") as data:
+        return {k: data[k] for k in data.files}
+
+
+def test_prepare_is_deterministic_and_probe_sets_are_disjoint(prepared, tmp_path: Path) -> None:
+    assert prepare_again(prepared, tmp_path / "again") == prepared_digest(prepared)
+    assert sorted(p.name for p in prepared.public_dir.iterdir()) == \
+        ["probe_train_inputs.npz", "unlabeled.npz", "val_inputs.npz"]  # test inputs only in the test phase
+    sets = {p: inputs(prepared, p) for p in ("probe_train", "val", "test")}
+    with np.load(prepared.public_dir / "unlabeled.npz") as unlabeled:
+        assert unlabeled.files == ["x"]  # no labels, no ids
+        rows = {row.tobytes() for row in unlabeled["x"]}
+    ids = [set(s["id"].tolist()) for s in sets.values()]
+    assert not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
+    for s in sets.values():  # no image is shared between any two sets, unlabeled included
+        assert set(s) == {"id", "x"} and s["x"].shape[1] == 144
+        assert not {row.tobytes() for row in s["x"]} & rows
+        rows |= {row.tobytes() for row in s["x"]}
+
+
+def embeddings_frame(prepared, phase: str, embed) -> pd.DataFrame:
+    frames = []
+    for name in ("probe_train", phase):
+        data = inputs(prepared, name)
+        values = embed(data["x"])
+        frame = pd.DataFrame(values, columns=[f"e{j}" for j in range(values.shape[1])])
+        frames.append(frame.assign(set=name, id=data["id"])[["set", "id", *frame.columns]])
+    return pd.concat(frames, ignore_index=True)
+
+
+def score(prepared, ev, phase: str, frame: pd.DataFrame, tmp_path: Path) -> dict:
+    (tmp_path / "p").mkdir(exist_ok=True)
+    frame.to_csv(tmp_path / "p" / "embeddings.csv", index=False)
+    return ev.evaluate(phase, tmp_path / "p", prepared.labels_dir)
+
+
+def test_floor_is_the_best_constant_class_and_constant_embeddings_reach_no_further(prepared, ev, tmp_path) -> None:
+    truth = pd.read_csv(prepared.labels_dir / "test_labels.csv")
+    assert truth["y"].value_counts().max() / len(truth) == pytest.approx(prepared.spec.metric.floor, abs=1e-12)
+    for embed in (lambda x: np.ones((len(x), 1)), lambda x: np.zeros((len(x), 32)),
+                  lambda x: np.full((len(x), 3), 1e6)):
+        metrics = score(prepared, ev, "test", embeddings_frame(prepared, "test", embed), tmp_path)
+        assert not prepared.spec.metric.better(metrics["probe_accuracy"], prepared.spec.metric.floor)
+
+
+def test_raw_pixels_are_a_poor_representation(prepared, ev, tmp_path: Path) -> None:
+    """The nuisance works: the first 32 raw pixels (a capped identity) leave the probe near chance."""
+    metrics = score(prepared, ev, "val", embeddings_frame(prepared, "val", lambda x: x[:, 40:72]), tmp_path)
+    assert metrics["probe_accuracy"] < 0.35
+
+
+@pytest.mark.parametrize("mutate, reason", [
+    (lambda f: f.assign(e0=np.nan), "finite"),
+    (lambda f: f.assign(e0=1e7), "within"),
+    (lambda f: f.iloc[1:], "expected ids missing"),
+    (lambda f: pd.concat([f, f.iloc[-1:]]), "duplicated"),
+    (lambda f: f.assign(set=f["set"].replace("val", "test")), "unexpected set"),
+    (lambda f: f.assign(**{f"e{j}": 0.0 for j in range(1, 33)}), "1 <= d <= 32"),
+    (lambda f: f.drop(columns="id"), "needs columns"),
+    (lambda f: f.assign(id=f["id"] + 0.5), "must hold integers"),
+], ids=["nan", "huge", "missing", "duplicate", "wrong-set", "too-wide", "no-id", "fractional-id"])
+def test_evaluator_rejects_malformed_embeddings(prepared, ev, tmp_path: Path, mutate, reason: str) -> None:
+    frame = mutate(embeddings_frame(prepared, "val", lambda x: x[:, :8]))
+    with pytest.raises(ev.InvalidPredictions, match=reason):
+        score(prepared, ev, "val", frame, tmp_path)
+
+
+def test_val_embeddings_cannot_be_scored_as_test_and_cli_writes_nothing_on_rejection(prepared, tmp_path) -> None:
+    (tmp_path / "p").mkdir()
+    embeddings_frame(prepared, "val", lambda x: x[:, :8]).to_csv(tmp_path / "p" / "embeddings.csv", index=False)
+    metrics = tmp_path / "m.json"
+    metrics.write_text("{}")
+    result = run_evaluator(TASK, "test", tmp_path / "p", prepared.labels_dir, metrics)
+    assert result.returncode == 1 and "unexpected set" in result.stderr and not metrics.exists()
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_driver_rejects_oversized_embeddings(prepared, tmp_path: Path) -> None:
+    encoder = ("import numpy as np\ndef pretrain(x, params, device):\n    return None\n"
+               "def embed(encoder, x, params, device):\n    return np.zeros((len(x), 33))\n")
+    code = code_copy(prepared, tmp_path / "code", {"encoder.py": encoder})
+    result = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(tmp_path / "out"))
+    assert result.returncode == 1 and "1 <= d <= 32" in result.stderr, result.stderr
+    assert not (tmp_path / "out" / "embeddings.csv").exists()
+
+
+def test_description_states_the_limits() -> None:
+    text = (TASK_DIR / "description.md").read_text()
+    assert "at most\n32 numbers" in text or "at most 32 numbers" in text
+    assert "200 labelled embeddings" in text and "LogisticRegression(C=1.0, max_iter=2000)" in text
+    assert "labels/" not in text and "evaluate.py" not in text
+
+
+@pytest.mark.slow
+def test_baseline_reproduces_its_record_and_the_trivial_overlay_stays_at_the_floor(prepared, tmp_path: Path) -> None:
+    spec = prepared.spec
+    seed = spec.baseline.seeds[0]
+    for phase, recorded in (("val", spec.baseline.val[0]), ("test", spec.baseline.test[0])):
+        outcome = sandboxed_phase(prepared, phase, seed, tmp_path / phase)
+        assert outcome.ok, outcome.bug_reason
+        assert outcome.primary == pytest.approx(recorded, abs=6e-5)
+    trivial = {p.name: p.read_text() for p in (TASK_DIR / "trivial" / "constant").iterdir()}
+    outcome = sandboxed_phase(prepared, "test", 0, tmp_path / "trivial", trivial)
+    assert outcome.ok and not spec.metric.better(outcome.primary, spec.metric.floor)

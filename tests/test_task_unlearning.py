@@ -1,0 +1,148 @@
+"""The unlearning task: data, floor, the evaluator's own membership-inference audit, hostile weights.
+
+The driver runs as a plain subprocess from a copy of the pristine baseline; the baseline-record check
+goes through the sandbox and is marked slow.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.task_helpers import (REPO, code_copy, evaluator_module, prepare_again, prepared_digest, prepared_task,
+                                run_driver, run_evaluator, sandboxed_phase)
+
+TASK = "unlearning"
+TASK_DIR = REPO / "ml_tasks" / TASK
+
+
+@pytest.fixture(scope="module")
+def prepared(workspace_root):
+    return prepared_task(TASK)
+
+
+@pytest.fixture(scope="module")
+def ev():
+    return evaluator_module(TASK)
+
+
+def original(prepared) -> dict[str, np.ndarray]:
+    with np.load(prepared.public_dir / "original_model.npz") as data:
+        return {k: data[k] for k in data.files}
+
+
+def hidden(prepared, phase: str) -> dict[str, np.ndarray]:
+    with np.load(prepared.labels_dir / f"eval_{phase}.npz") as data:
+        return {k: data[k] for k in data.files}
+
+
+@pytest.mark.slow  # prepare trains the original model (about 5 s of CPU); run twice here
+def test_prepare_is_deterministic(prepared, tmp_path: Path) -> None:
+    assert prepare_again(prepared, tmp_path / "again") == prepared_digest(prepared)
+
+
+def test_agent_visible_data_holds_no_hidden_image(prepared) -> None:
+    assert sorted(p.name for p in prepared.public_dir.iterdir()) == ["forget.npz", "original_model.npz",
+                                                                     "retain_subset.npz"]
+    with np.load(prepared.public_dir / "retain_subset.npz") as retain, np.load(prepared.public_dir / "forget.npz") as forget:
+        public = {row.tobytes() for row in np.concatenate([retain["x"], forget["x"]])}
+        forget_rows = {row.tobytes() for row in forget["x"]}
+    val, test = hidden(prepared, "val"), hidden(prepared, "test")
+    for part in ("heldout_x", "retain_x"):  # scored images are never visible, and val and test differ
+        assert not {r.tobytes() for r in val[part]} & public and not {r.tobytes() for r in test[part]} & public
+        assert not {r.tobytes() for r in val[part]} & {r.tobytes() for r in test[part]}
+    assert {r.tobytes() for r in val["forget_x"]} == forget_rows  # the audit is about exactly the forget set
+
+
+def test_floor_is_the_best_constant_model(prepared, ev) -> None:
+    spec = prepared.spec
+    scores = []
+    for c in range(10):
+        weights = {"w1": np.zeros((100, 128)), "b1": np.zeros(128), "w2": np.zeros((128, 10)), "b2": 10.0 * np.eye(10)[c]}
+        scores.append(ev.score(weights, hidden(prepared, "test"))["unlearning_score"])
+    zero = {k: np.zeros_like(v, dtype=float) for k, v in original(prepared).items()}  # checks.trivial: all zeros
+    scores.append(ev.score(zero, hidden(prepared, "test"))["unlearning_score"])
+    assert max(scores) == pytest.approx(spec.metric.floor, abs=1e-12)
+    assert not any(spec.metric.better(s, spec.metric.floor) for s in scores)
+
+
+def test_the_original_model_is_caught_by_the_audit(prepared, ev) -> None:
+    weights = {k: v.astype(float) for k, v in original(prepared).items()}
+    metrics = ev.score(weights, hidden(prepared, "val"))
+    assert metrics["forget_acc"] == 1.0 and metrics["retain_acc"] == 1.0 and metrics["mia_auc_loss"] > 0.6
+    assert metrics["unlearning_score"] < 0.7 < prepared.spec.metric.target
+
+
+def test_confidence_softening_alone_is_caught_by_the_label_only_attack(prepared, ev) -> None:
+    """Scaling the logits down hides the loss signal on everything, but the forget set is still
+    classified perfectly against about 84% of unseen images: the label-only attack sees it."""
+    weights = {k: v.astype(float) for k, v in original(prepared).items()}
+    weights["w2"], weights["b2"] = weights["w2"] * 1e-3, weights["b2"] * 1e-3
+    metrics = ev.score(weights, hidden(prepared, "val"))
+    assert metrics["mia_gap"] >= 2 * abs(metrics["mia_auc_label"] - 0.5) > 0.1
+
+
+def write_npz(path: Path, arrays: dict) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    np.savez(path / "model.npz", **arrays)
+
+
+@pytest.mark.parametrize("make, reason", [
+    (lambda w: {**w, "b2": np.full(10, np.nan)}, "NaN or infinite"),
+    (lambda w: {**w, "w1": w["w1"].T}, "shape (100, 128)"),
+    (lambda w: {k: v for k, v in w.items() if k != "b2"}, "exactly the arrays"),
+    (lambda w: {**w, "extra": np.zeros(1)}, "exactly the arrays"),
+    (lambda w: {**w, "w2": np.array(["x"] * 1280).reshape(128, 10)}, "numeric array"),
+], ids=["nan", "transposed", "missing", "extra", "strings"])
+def test_evaluator_rejects_malformed_weights(prepared, ev, tmp_path: Path, make, reason: str) -> None:
+    write_npz(tmp_path / "p", make(original(prepared)))
+    with pytest.raises(ev.InvalidPredictions, match=re.escape(reason)):
+        ev.evaluate("val", tmp_path / "p", prepared.labels_dir)
+
+
+def test_evaluator_never_unpickles_and_rejects_bombs(prepared, ev, tmp_path: Path) -> None:
+    (tmp_path / "pickle").mkdir()
+    np.savez(tmp_path / "pickle" / "model.npz", **{**original(prepared), "b2": np.array([object()] * 10)})
+    with pytest.raises(ev.InvalidPredictions):
+        ev.evaluate("val", tmp_path / "pickle", prepared.labels_dir)
+    (tmp_path / "bomb").mkdir()
+    with zipfile.ZipFile(tmp_path / "bomb" / "model.npz", "w", zipfile.ZIP_DEFLATED) as archive:
+        for key in ("w1", "b1", "w2", "b2"):
+            archive.writestr(f"{key}.npy", b"\0" * (8 << 20))  # compresses to KBs, inflates to 32 MB
+    with pytest.raises(ev.InvalidPredictions, match="exactly the arrays"):
+        ev.evaluate("val", tmp_path / "bomb", prepared.labels_dir)
+    metrics = tmp_path / "m.json"
+    result = run_evaluator(TASK, "val", tmp_path / "bomb", prepared.labels_dir, metrics)
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1 and not metrics.exists()
+
+
+def test_driver_rejects_a_different_architecture(prepared, tmp_path: Path) -> None:
+    unlearn = ("import torch\ndef unlearn(model, fx, fy, rx, ry, params, device):\n"
+               "    return torch.nn.Sequential(torch.nn.Linear(100, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))\n")
+    code = code_copy(prepared, tmp_path / "code", {"unlearn.py": unlearn})
+    result = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(tmp_path / "out"))
+    assert result.returncode == 1 and "architecture of arch.py" in result.stderr, result.stderr
+    assert not (tmp_path / "out" / "model.npz").exists()
+
+
+def test_description_states_the_formula() -> None:
+    text = (TASK_DIR / "description.md").read_text()
+    assert "unlearning_score` = retain_acc x (1 - mia_gap)" in text and "2 x |AUROC - 0.5|" in text
+    assert "labels/" not in text and "evaluate.py" not in text
+
+
+@pytest.mark.slow
+def test_baseline_reproduces_its_record_and_the_trivial_overlay_stays_at_the_floor(prepared, tmp_path: Path) -> None:
+    spec = prepared.spec
+    seed = spec.baseline.seeds[0]
+    for phase, recorded in (("val", spec.baseline.val[0]), ("test", spec.baseline.test[0])):
+        outcome = sandboxed_phase(prepared, phase, seed, tmp_path / phase)
+        assert outcome.ok, outcome.bug_reason
+        assert outcome.primary == pytest.approx(recorded, abs=6e-5)
+    trivial = {p.name: p.read_text() for p in (TASK_DIR / "trivial" / "constant").iterdir()}
+    outcome = sandboxed_phase(prepared, "test", 0, tmp_path / "trivial", trivial)
+    assert outcome.ok and not spec.metric.better(outcome.primary, spec.metric.floor)
