@@ -4,8 +4,9 @@
 
 Prepares the task (if needed), then for every seed runs the val and the test phase exactly as a run
 does (`benchmark.experiment.run_phase`: sandbox, output copy-out, evaluator in its own sandbox) and
-prints the primary metric per seed, mean +- sd (sample sd, ddof=1), the wall seconds of each phase
-and the CPU seconds its processes used (driver + evaluator, from RUSAGE_CHILDREN). `--overlay`
+prints the primary metric per seed, mean +- sd (sample sd, ddof=1) and the wall seconds of each
+phase (sandbox start + driver + copy-out + evaluator; wall time on a shared machine is inflated by
+others' load, so measure CPU seconds of a driver with `/usr/bin/time` instead). `--overlay`
 lays a folder of editable files over the baseline (e.g. a task's checks/constant), `--params`
 merges keys into the knob file, so floors and alternative methods are measured the same way.
 The numbers recorded in a manifest's `baseline:` come from this script with no overlay.
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import sys
 import tempfile
@@ -29,11 +29,6 @@ from benchmark.experiment import run_phase  # noqa: E402
 from benchmark.plugins import get_registry  # noqa: E402
 from benchmark.task import load_task  # noqa: E402
 from benchmark.workspace import prepare  # noqa: E402
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def editable_files(prepared, overlay: Path | None, params: dict) -> dict[str, str]:
@@ -74,20 +69,21 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds:
             for phase in phases:
                 timeout = spec.budget.step_timeout_s if phase == "val" else spec.budget.final_test_timeout_s()
-                cpu0, wall0 = _children_cpu(), time.monotonic()
+                wall0 = time.monotonic()
                 outcome = run_phase(prepared, files, phase, executor, Path(tmp) / f"{phase}-{seed}", timeout, seed)
-                cpu, wall = _children_cpu() - cpu0, time.monotonic() - wall0
+                wall = time.monotonic() - wall0
                 if not outcome.ok:
                     print(f"seed {seed} {phase}: FAILED: {outcome.bug_reason}\n{outcome.stderr.decode()[-2000:]}")
                     return 1
                 scores[phase].append(outcome.primary)
                 extra = ", ".join(f"{k} {v:.4f}" for k, v in sorted(outcome.metrics.items()) if k != spec.metric.name)
                 print(f"seed {seed} {phase}: {spec.metric.name} {outcome.primary:.4f} "
-                      f"({wall:.1f} s wall, {cpu:.1f} s CPU incl. evaluator) [{extra}]", flush=True)
+                      f"({wall:.1f} s wall) [{extra}]", flush=True)
     for phase, values in scores.items():
         sd = statistics.stdev(values) if len(values) > 1 else 0.0
         print(f"{phase}: {spec.metric.name} mean {statistics.mean(values):.4f} +- {sd:.4f} over seeds {args.seeds}: "
               f"{[round(v, 4) for v in values]}")
+        print(f"  record: {phase}: {values!r}")
     return 0
 
 
