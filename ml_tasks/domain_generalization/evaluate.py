@@ -82,9 +82,13 @@ def score(merged: pd.DataFrame) -> dict[str, float]:
     return metrics
 
 
-def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, float]:
+def evaluate_frame(pred: pd.DataFrame, labels_dir: Path, phase: str) -> dict[str, float]:
     labels = pd.read_csv(labels_dir / LABEL_FILES[phase])[["id", "env", "target"]]
-    return score(align(load_predictions(predictions_dir / PREDICTIONS_FILE), labels))
+    return score(align(pred, labels))
+
+
+def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, float]:
+    return evaluate_frame(load_predictions(predictions_dir / PREDICTIONS_FILE), labels_dir, phase)
 
 
 def write_json(path: Path, payload: dict) -> None:
