@@ -33,12 +33,8 @@ def ev(spec: TaskSpec):
     return load_evaluator(spec)
 
 
-def test_prepare_is_deterministic_and_val_and_test_ood_sources_differ(prepared: ws.PreparedTask, spec: TaskSpec,
+def test_prepared_data_val_and_test_ood_sources_differ(prepared: ws.PreparedTask, spec: TaskSpec,
                                                                       tmp_path: Path) -> None:
-    subprocess.run([sys.executable, str(spec.task_dir / "prepare.py"), "--out", str(tmp_path)], check=True)
-    for rel in ("public/train.csv", "public/val_inputs.csv", "test_inputs/test_inputs.csv", "labels/val.csv",
-                "labels/test.csv"):
-        assert (tmp_path / rel).read_bytes() == (prepared.root / rel).read_bytes(), rel
     train = pd.read_csv(prepared.public_dir / "train.csv")
     val = pd.read_csv(prepared.public_dir / "val_inputs.csv")
     test = pd.read_csv(prepared.test_inputs_dir / "test_inputs.csv")
@@ -149,6 +145,17 @@ def test_evaluator_scores_known_answers(prepared: ws.PreparedTask, ev) -> None:
     assert ev.evaluate_frame(perfect.assign(score=-perfect["score"]), prepared.labels_dir, "val")["auroc"] == 0.0
     shuffled = perfect.sample(frac=1.0, random_state=0)  # row order does not matter
     assert ev.evaluate_frame(shuffled, prepared.labels_dir, "val")["fpr_at_95_tpr"] == 0.0
+
+
+@pytest.mark.slow
+def test_prepare_is_byte_for_byte_deterministic(prepared: ws.PreparedTask, spec: TaskSpec, tmp_path: Path) -> None:
+    subprocess.run([sys.executable, str(spec.task_dir / "prepare.py"), "--out", str(tmp_path)], check=True)
+    for folder in (spec.data.public, spec.data.test_inputs, spec.data.labels):
+        written = sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / folder).rglob("*") if p.is_file())
+        assert written and written == sorted(p.relative_to(prepared.root).as_posix()
+                                             for p in (prepared.root / folder).rglob("*") if p.is_file())
+        for rel in written:
+            assert (tmp_path / rel).read_bytes() == (prepared.root / rel).read_bytes(), rel
 
 
 @pytest.mark.slow
