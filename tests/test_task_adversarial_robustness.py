@@ -1,8 +1,9 @@
 """The adversarial_robustness task: data, driver, the harness-owned attack, and what cannot game it.
 
-Attack-running checks use the evaluator in-process on a slice of the validation images, so the
-default suite stays cheap; the full baseline (all images, three seeds' record) is re-run under
-`-m slow`.
+Attack-running checks use the evaluator in-process on a slice of the validation images. The
+gradient-masking checks still cost ~40 CPU-seconds (Square Attack runs its full query budget on
+every image a masked network survives), so they, the driver round trip and the sandboxed re-run of
+a recorded seed are `@pytest.mark.slow` (`pytest -m slow tests/test_task_adversarial_robustness.py`).
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ def test_prepared_data_keeps_evaluation_images_hidden(prepared: ws.PreparedTask,
 
 # --- what reaches the evaluator -----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_driver_exports_weights_that_the_evaluator_scores(prepared: ws.PreparedTask, ev, tmp_path: Path) -> None:
     code = code_copy(prepared, tmp_path / "code", {"params.json": with_params(prepared, epochs=2, width=32)})
     result = run_driver(code, "val", prepared, tmp_path / "out")
@@ -180,27 +182,32 @@ def test_oversized_model_file_is_rejected_before_parsing(ev, tmp_path: Path) -> 
 # --- the attack: fixed, identical on val and test, not fooled by gradient masking ---------------------------------
 
 def test_constant_network_scores_zero_on_val_and_test_with_the_same_attack(prepared: ws.PreparedTask, spec: TaskSpec,
-                                                                          ev, tmp_path: Path, monkeypatch) -> None:
+                                                                          ev, family, tmp_path: Path,
+                                                                          monkeypatch) -> None:
+    """The trivial overlay fails the clean floor on both phases; both phases build the same attack.
+
+    The attack stages are recorded, not run (a constant network survives them all, so running them is
+    pure cost); that ART accepts the constant network at all is checked by building every stage."""
     code = code_copy(prepared, tmp_path / "code", overlay=spec.task_dir / "checks" / "constant")
     result = run_driver(code, "val", prepared, tmp_path / "out")
     assert result.returncode == 0, result.stderr
     seen = []
-    real_settings = ev.attack_settings
+    real_stages = ev.stages
 
-    def recording():
-        settings = real_settings()
-        seen.append(settings)
-        return settings
+    def recording(classifier):
+        seen.append(ev.attack_settings())
+        for _, build in real_stages(classifier):
+            build()  # logits like [0, .., 1, .., 0] must not make ART refuse the network
+        return []
 
-    monkeypatch.setattr(ev, "attack_settings", recording)
+    monkeypatch.setattr(ev, "stages", recording)
     scores = {phase: ev.evaluate(phase, tmp_path / "out", prepared.labels_dir) for phase in ("val", "test")}
     assert len(seen) == 2 and seen[0] == seen[1]  # the same threat model and attack on both phases
     assert [name for name, _, _ in seen[0]] == ["apgd_ce", "apgd_dlr", "square"]
     assert all(kw["eps"] == ev.EPS == 0.1 and kw["norm"] == np.inf for _, _, kw in seen[0])
     for metrics in scores.values():
-        assert metrics["attack_errors"] == 0.0  # logits like [0, .., 1, .., 0] must not make ART refuse
         assert metrics["clean_floor_met"] == 0.0 and metrics["robust_accuracy"] == 0.0
-        assert 0.05 < metrics["robust_accuracy_unconstrained"] < 0.15  # robust, but only as accurate as a constant
+        assert 0.05 < metrics["clean_accuracy"] < 0.15  # only as accurate as a constant
         assert not spec.metric.better(metrics["robust_accuracy"], spec.metric.floor)
 
 
@@ -218,6 +225,7 @@ def test_saturated_logits_do_not_hide_the_network(family, ev, prepared: ws.Prepa
     assert scaled["robust_accuracy_unconstrained"] <= plain["robust_accuracy_unconstrained"] + 1.5 / SLICE  # ...and caught
 
 
+@pytest.mark.slow
 def test_a_steep_ramp_quantizer_is_scored_at_its_true_robustness(family, ev, prepared: ws.PreparedTask,
                                                                  val_slice) -> None:
     """A ReLU net that binarizes every pixel (gradient zero almost everywhere): the gradient-free stage
