@@ -1,0 +1,53 @@
+"""Baseline: maximum softmax probability (Hendrycks & Gimpel, 2017) of a small torch MLP classifier.
+
+fit() trains a ReLU MLP on the in-distribution digits (classes 0-4); score() returns an OOD score,
+higher = more likely out of distribution. `params["score"]` picks the post-hoc score from the
+classifier's logits: "msp" (1 - max softmax at `temperature`), "max_logit" (minus the max logit) or
+"energy" (minus temperature * logsumexp(logits / temperature), Liu et al. 2020).
+Everything here may be changed, within the rules in the task description.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+N_CLASSES = 5
+
+
+def fit(x: np.ndarray, y: np.ndarray, params: dict, device: str) -> dict:
+    """x: (n, 64) float32 pixels in [0, 1]; y: (n,) labels 0..4. The driver has seeded torch."""
+    width, depth = int(params["width"]), int(params["depth"])
+    layers: list[nn.Module] = []
+    dims = [64] + [width] * depth
+    for a, b in zip(dims, dims[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    net = nn.Sequential(*layers, nn.Linear(dims[-1], N_CLASSES)).to(device)
+    opt = torch.optim.Adam(net.parameters(), lr=float(params["lr"]), weight_decay=float(params["weight_decay"]))
+    xs, ys = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
+    batch = int(params["batch_size"])
+    for _ in range(int(params["epochs"])):
+        order = torch.randperm(len(xs), device=device)
+        for start in range(0, len(xs), batch):
+            idx = order[start:start + batch]
+            loss = F.cross_entropy(net(xs[idx]), ys[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return {"net": net.eval(), "device": device, "score": params["score"], "temperature": float(params["temperature"])}
+
+
+def score(detector: dict, x: np.ndarray) -> np.ndarray:
+    """One OOD score per image (higher = more likely OOD); must not depend on the other images."""
+    with torch.no_grad():
+        logits = detector["net"](torch.from_numpy(x).to(detector["device"])).cpu().double()
+    t = detector["temperature"]
+    if detector["score"] == "msp":
+        return (1.0 - torch.softmax(logits / t, dim=1).max(dim=1).values).numpy()
+    if detector["score"] == "max_logit":
+        return (-logits.max(dim=1).values).numpy()
+    if detector["score"] == "energy":
+        return (-t * torch.logsumexp(logits / t, dim=1)).numpy()
+    raise ValueError(f"unknown score {detector['score']!r}; use msp, max_logit or energy")
