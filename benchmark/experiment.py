@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from benchmark.errors import UserError
 from benchmark.executors.base import Executor, Job, JobResult, Limits
 from benchmark.safefs import UnsafeOutput, discard_tree, read_regular_file
+from benchmark.shipped_data import shipped_data_paths
 from benchmark.task import render
 from benchmark.workspace import LABELS_GID, PreparedTask
 
@@ -85,7 +86,7 @@ def phase_job(prepared: PreparedTask, phase: str, scratch: Path, timeout_s: floa
         argv=tuple(argv), workdir=code_dir, stdout_path=scratch / "stdout.txt", stderr_path=scratch / "stderr.txt",
         timeout_s=timeout_s, readonly=tuple(readonly), writable=(output_dir,),
         limits=Limits(memory_gb=res.memory_gb, cpus=res.cpus), gpus=res.gpus, gpu_type=res.gpu_type,
-        disk_bytes=int(res.disk_gb * _GIB), hidden=tuple(hidden), masked=(spec.task_dir,),
+        disk_bytes=int(res.disk_gb * _GIB), hidden=tuple(hidden), masked=(spec.task_dir, *shipped_data_paths()),
     )
 
 

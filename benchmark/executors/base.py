@@ -37,7 +37,7 @@ class Job:
     network: bool = False
     disk_bytes: int | None = None  # most the job may store under workdir + writable; over it, it is killed
     hidden: tuple[Path, ...] = ()  # must not be visible to the job: the executor refuses to run it if so
-    masked: tuple[Path, ...] = ()  # covered by an empty dir should a bound system dir contain them
+    masked: tuple[Path, ...] = ()  # covered by an empty dir or file should a bound system dir contain them
     groups: tuple[int, ...] = ()  # extra groups of the unprivileged job user (e.g. to read labels)
     local_only: bool = False  # must run on this machine (the evaluator: it reads the hidden labels)
 

@@ -209,7 +209,7 @@ class SandboxLayout:
 
     readonly: list[str] = field(default_factory=list)  # system + interpreter, bound read-only
     symlinks: list[tuple[str, str]] = field(default_factory=list)  # (target, path), e.g. /bin
-    masks: list[str] = field(default_factory=list)  # dirs inside a bound dir, covered by an empty tmpfs
+    masks: list[str] = field(default_factory=list)  # paths inside a bound dir, covered by empty ones
     job_binds: list[tuple[str, bool]] = field(default_factory=list)  # (path, writable)
     devices: list[str] = field(default_factory=list)
     network: bool = False
@@ -250,8 +250,8 @@ class SandboxLayout:
         for path in self.readonly:
             args += self._parents(path, made, mounted) + ["--ro-bind", path, path]
             mounted.append(path)
-        for path in self.masks:
-            args += ["--tmpfs", path]
+        for path in self.masks:  # a dir is covered by an empty tmpfs, a file by an empty one
+            args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
         for path, writable in self.job_binds:
             args += self._parents(path, made, mounted) + ["--bind" if writable else "--ro-bind", path, path]
             mounted.append(path)
@@ -325,7 +325,7 @@ def sandbox_layout(
             # topology and driver state there), so GPU jobs see it read-only.
             for path in ("/sys", *NVIDIA_LIB_DIRS):
                 layout._add_readonly(path)
-    layout.masks = [str(p) for p in job.masked if os.path.isdir(p)
+    layout.masks = [str(p) for p in job.masked if os.path.exists(p)
                     and any(_is_under(str(p), r) or _is_under(os.path.realpath(p), os.path.realpath(r))
                             for r in layout.readonly)]
     binds = {str(p): False for p in job.readonly}
