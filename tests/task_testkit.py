@@ -115,11 +115,14 @@ def _search():
             dirs[:] = []
             continue
         dirs[:] = [d for d in dirs if d not in ("site-packages", "dist-packages", "__pycache__", ".git")]
+        system = root.startswith(("/usr/", "/lib", "/bin", "/sbin", "/etc/", "/var/lib/", "/opt/"))
         for name in files:
             path = _os.path.join(root, name)
             if name in names:
                 found.append(path)
                 continue
+            if system or not name.endswith((".py", ".csv", ".json", ".yaml", ".md", ".txt", ".npz", ".npy")):
+                continue  # contents: only data- and code-like files outside system folders
             try:
                 if _os.path.islink(path) or _os.path.getsize(path) > 2_000_000:
                     continue

@@ -148,8 +148,6 @@ def test_val_phase_cannot_reach_the_true_graphs(prepared, tmp_path):
 
 @pytest.mark.parametrize("body, reason", [
     ("return np.full((10, 10), 0.5)", "only 0 and 1"),
-    ("return np.zeros((9, 10))", "expected (10, 10)"),
-    ("return np.eye(10)", "self-loops"),
 ])
 def test_driver_rejects_bad_graphs(prepared, tmp_path, body, reason):
     import shutil
