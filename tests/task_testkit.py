@@ -22,6 +22,17 @@ def task_dir(name: str) -> Path:
     return REPO / "ml_tasks" / name
 
 
+def task_module(name: str, file: str):
+    """A task's own script (prepare.py, evaluate.py) as a module under a unique name: every task has a
+    `prepare.py`, so a plain `import prepare` would return whichever task's was imported first."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"{name}_{file}", task_dir(name) / f"{file}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def prepare_task(name: str, root: Path) -> ws.PreparedTask:
     return ws.prepare(load_task(task_dir(name)), root=root, log=lambda *a: None)
 

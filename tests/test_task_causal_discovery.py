@@ -16,11 +16,10 @@ import pandas as pd
 import pytest
 
 from task_testkit import (evaluate_ok, evaluator_module, overlay, prepare_task, rejects_inprocess, run_sandboxed,
-                          searcher, task_dir)
+                          searcher, task_dir, task_module)
 
 NAME = "causal_discovery"
-sys.path.insert(0, str(task_dir(NAME)))
-import prepare as cd_prepare  # noqa: E402  (the task's own prepare module, for its constants)
+cd_prepare = task_module(NAME, "prepare")  # the task's own prepare module, for its constants
 
 
 @pytest.fixture(scope="module")

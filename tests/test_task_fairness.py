@@ -7,7 +7,6 @@ Phases run through the real sandbox and evaluator; the baseline's reproduction i
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ import pandas as pd
 import pytest
 
 from task_testkit import (evaluate_ok, evaluator_module, overlay, prepare_task, rejects_inprocess, run_sandboxed,
-                          searcher, task_dir)
+                          searcher, task_dir, task_module)
 
 NAME = "fairness"
 
@@ -39,8 +38,7 @@ def _digest(folder: Path) -> str:
 
 
 def test_prepare_is_deterministic_and_splits_are_disjoint(prepared, tmp_path):
-    sys.path.insert(0, str(task_dir(NAME)))
-    import prepare as fair_prepare
+    fair_prepare = task_module(NAME, "prepare")
 
     fair_prepare.main(["--out", str(tmp_path / "again")])
     for part in ("public", "test_inputs", "labels"):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ import pandas as pd
 import pytest
 
 from task_testkit import (evaluate_ok, evaluator_module, overlay, prepare_task, rejects_inprocess, run_sandboxed,
-                          task_dir)
+                          task_dir, task_module)
 
 NAME = "privacy"
 
@@ -43,8 +42,7 @@ def _driver_module():
 
 
 def test_prepare_is_deterministic_and_splits_are_disjoint(prepared, tmp_path):
-    sys.path.insert(0, str(task_dir(NAME)))
-    import prepare as privacy_prepare
+    privacy_prepare = task_module(NAME, "prepare")
 
     privacy_prepare.main(["--out", str(tmp_path / "again")])
     for part in ("public", "test_inputs", "labels"):
