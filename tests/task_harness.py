@@ -2,7 +2,7 @@
 
 Drivers run as plain subprocesses from a copy of the pristine baseline (the way the sandbox runs
 them, minus the sandbox); `reproduce_seed` goes through the real sandboxed phases
-(`benchmark.experiment.run_phase`), exactly as `benchmarks/baseline_seeds.py` measured the record.
+(`benchmark.experiment.run_phase`), exactly as `benchmarks/task_baseline.py` measured the record.
 Evaluators are loaded in-process where a test only needs their validation or scoring functions,
 which keeps the default suite's CPU time small.
 """

@@ -1,0 +1,174 @@
+"""The causal_discovery task: manifest, prepare, evaluator, floor, and that the true graphs stay hidden.
+
+Phases run through the real sandbox and evaluator (benchmark.experiment.run_phase); the baseline's
+full val+test reproduction is slow-marked (PC on 12 datasets in the sandbox).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from task_testkit import (evaluate_ok, evaluator_module, overlay, prepare_task, rejects_inprocess, run_sandboxed,
+                          searcher, task_dir, task_module)
+
+NAME = "causal_discovery"
+cd_prepare = task_module(NAME, "prepare")  # the task's own prepare module, for its constants
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    return prepare_task(NAME, tmp_path_factory.mktemp("cd-ws"))
+
+
+def _true_adjacency(prepared, phase: str, dataset: str) -> np.ndarray:
+    edges = pd.read_csv(prepared.labels_dir / f"{phase}_edges.csv")
+    edges = edges[edges["dataset"] == dataset]
+    matrix = np.zeros((10, 10), dtype=int)
+    matrix[edges["source"], edges["target"]] = 1
+    return matrix
+
+
+def _digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            h.update(str(path.relative_to(folder)).encode() + path.read_bytes())
+    return h.hexdigest()
+
+
+def test_prepare_is_deterministic_and_graphs_are_dags(prepared, tmp_path):
+    cd_prepare.main(["--out", str(tmp_path / "again")])
+    for part in ("public", "test_inputs", "labels"):
+        assert _digest(tmp_path / "again" / part) == _digest(prepared.root / part)
+    for phase, prefix in (("val", "v"), ("test", "t")):
+        for k in range(6):
+            adjacency = _true_adjacency(prepared, phase, f"{prefix}{k}")
+            power = np.eye(10, dtype=int)
+            for _ in range(10):  # a DAG's adjacency matrix is nilpotent
+                power = power @ adjacency
+            assert not power.any() and 8 <= adjacency.sum() <= 30
+    x = pd.read_csv(prepared.public_dir / "val" / "v0.csv").to_numpy()
+    assert x.shape == (1000, 10) and np.allclose(x.mean(0), 0, atol=1e-4) and np.allclose(x.std(0), 1, atol=1e-3)
+    assert sorted(p.name for p in prepared.public_dir.rglob("*") if p.is_file()) == [f"v{k}.csv" for k in range(6)]
+
+
+def test_floor_is_the_empty_graph_and_the_trivial_overlay_scores_it(prepared, tmp_path):
+    """The manifest floor equals the empty graph's test SHD; the trivial overlay, run for real, gets it."""
+    spec = prepared.spec
+    edges = pd.read_csv(prepared.labels_dir / "test_edges.csv")
+    assert spec.metric.floor == pytest.approx(edges.groupby("dataset").size().mean())
+    outcome, _ = run_sandboxed(prepared, overlay(spec, "checks/empty_graph"), "test", tmp_path)
+    assert outcome.ok, outcome.bug_reason
+    assert outcome.primary == pytest.approx(spec.metric.floor) and outcome.metrics["f1"] == 0.0
+
+
+@pytest.mark.parametrize("graph", ["full", "random"])
+def test_other_constant_graphs_do_not_beat_the_floor(prepared, tmp_path, graph):
+    """A data-independent graph (complete, or a fixed random DAG) scores worse than the empty graph."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for k in range(6):
+        if graph == "full":
+            matrix = np.triu(np.ones((10, 10), dtype=int), 1)
+        else:
+            matrix = np.triu((rng.random((10, 10)) < 0.35).astype(int), 1)
+        rows += [(f"t{k}", s, t) for s, t in zip(*np.nonzero(matrix))]
+    preds = tmp_path / "preds"
+    preds.mkdir()
+    pd.DataFrame(rows, columns=["dataset", "source", "target"]).to_csv(preds / "predictions.csv", index=False)
+    shd = evaluate_ok(prepared.spec, "test", preds, prepared.labels_dir, tmp_path)["shd"]
+    assert not prepared.spec.metric.better(shd, prepared.spec.metric.floor)
+
+
+def test_evaluator_scores_known_graphs(prepared, tmp_path):
+    """The truth scores 0; reversing one edge and leaving another undirected cost 1 each."""
+    rows = []
+    for k in range(6):
+        adjacency = _true_adjacency(prepared, "val", f"v{k}")
+        if k == 0:
+            (s1, t1), (s2, t2) = list(zip(*np.nonzero(adjacency)))[:2]
+            adjacency[s1, t1], adjacency[t1, s1] = 0, 1  # reversed
+            adjacency[t2, s2] = 1  # undirected
+        rows += [(f"v{k}", s, t) for s, t in zip(*np.nonzero(adjacency))]
+    preds = tmp_path / "preds"
+    preds.mkdir()
+    pd.DataFrame(rows, columns=["dataset", "source", "target"]).to_csv(preds / "predictions.csv", index=False)
+    metrics = evaluate_ok(prepared.spec, "val", preds, prepared.labels_dir, tmp_path)
+    assert metrics["shd"] == pytest.approx(2 / 6) and metrics["skeleton_f1"] == pytest.approx(1.0)
+    assert 0.9 < metrics["f1"] < 1.0
+
+
+@pytest.mark.parametrize("content, reason", [
+    ("dataset,source,target\nv0,0,1\nv0,0,1\n", "duplicated"),
+    ("dataset,source,target\nv0,3,3\n", "self-loop"),
+    ("dataset,source,target\nv0,0,10\n", "out of range"),
+    ("dataset,source,target\nv0,-1,2\n", "out of range"),
+    ("dataset,source,target\nt0,0,1\n", "unknown datasets"),
+    ("dataset,source,target\nv0,0.5,1\n", "integer"),
+    ("dataset,source,target\nv0,abc,1\n", "integer"),
+    ("dataset,source,target\nv0,nan,1\n", "integer"),
+    ("dataset,src,dst\nv0,0,1\n", "lacks columns"),
+    ("\x00\x01\x02garbage", None),
+    (None, "was not written"),
+], ids=["duplicate", "self-loop", "too-big", "negative", "test-dataset-in-val", "float-id", "text", "nan",
+        "bad-columns", "binary", "no-file"])
+def test_evaluator_rejects_hostile_predictions(prepared, tmp_path, content, reason, capsys):
+    preds = tmp_path / "preds"
+    preds.mkdir()
+    if content is not None:
+        (preds / "predictions.csv").write_text(content)
+    line = rejects_inprocess(evaluator_module(prepared.spec), "val", preds, prepared.labels_dir, tmp_path, capsys)
+    assert reason is None or reason in line, line
+
+
+def test_val_phase_cannot_reach_the_true_graphs(prepared, tmp_path):
+    """A hostile model.py searches the sandbox for the label files, the evaluator and the simulation
+    entropy, in the val phase; in the bwrap sandbox it finds nothing, and it still returns a graph."""
+    entropy = f"{cd_prepare.GRAPH_ENTROPY:X}"
+    probe = searcher(needles=["dataset,source,target", "GRAPH_ENTROPY", entropy[:12], str(cd_prepare.GRAPH_ENTROPY),
+                              "against the hidden true DAGs"],
+                     names=["val_edges.csv", "test_edges.csv", "val_datasets.csv", "test_datasets.csv"])
+    model = probe + "\nimport numpy as np\ndef discover(x, params):\n    return np.zeros((x.shape[1],) * 2, dtype=int)\n"
+    outcome, sandboxed = run_sandboxed(prepared, {"model.py": model}, "val", tmp_path)
+    assert outcome.ok, outcome.bug_reason
+    stdout = outcome.stdout.decode()
+    assert "SEARCH DONE" in stdout
+    if not sandboxed:
+        pytest.skip("without bwrap the host filesystem is visible; the sandbox is what hides the labels")
+    assert "FOUND" not in stdout, stdout
+
+
+@pytest.mark.parametrize("body, reason", [
+    ("return np.full((10, 10), 0.5)", "only 0 and 1"),
+])
+def test_driver_rejects_bad_graphs(prepared, tmp_path, body, reason):
+    import shutil
+    import subprocess
+
+    code = tmp_path / "code"
+    shutil.copytree(prepared.baseline_dir, code)
+    (code / "model.py").write_text(f"import numpy as np\ndef discover(x, params):\n    {body}\n")
+    result = subprocess.run([sys.executable, "driver.py", "--phase", "val", "--data", str(prepared.public_dir),
+                             "--out", str(tmp_path / "out")], cwd=code, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and reason in result.stderr, result.stderr
+    assert not (tmp_path / "out" / "predictions.csv").exists()
+
+
+@pytest.mark.slow
+def test_baseline_reproduces_its_recorded_seed(prepared, tmp_path):
+    spec = prepared.spec
+    seed = spec.baseline.seeds[0]
+    for phase, recorded in (("val", spec.baseline.val[0]), ("test", spec.baseline.test[0])):
+        outcome, _ = run_sandboxed(prepared, {}, phase, tmp_path, seed=seed)
+        assert outcome.ok, outcome.bug_reason
+        assert outcome.primary == pytest.approx(recorded, rel=1e-9)
+        assert spec.metric.better(outcome.primary, spec.metric.floor)
+    knob_values = json.loads((task_dir(NAME) / "baseline" / "params.json").read_text())
+    assert knob_values["algorithm"] in spec.knobs.space["algorithm"].choices
