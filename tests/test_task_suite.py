@@ -1,6 +1,7 @@
 """Generic checks every built-in task goes through, parametrized over the folders under ml_tasks/ (a new task
-is picked up by being there). The full `setup.py --check` runs in the default suite for the tasks of the
-`lite` suite; for every other task it is marked slow (`pytest -m slow`)."""
+is picked up by being there). The full `setup.py --check` runs in the default suite for the fixed fast
+subset named `ci` in ml_tasks/suites.yaml; for every other task it, and a second prepare to check
+determinism, are marked slow (`pytest -m slow`)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,13 @@ from benchmark.task_check import check_task
 
 REPO = Path(__file__).resolve().parents[1]
 TASK_DIRS = sorted(p.parent for p in (REPO / "ml_tasks").glob("*/task.yaml"))
-LITE = set(suite_tasks("lite"))
+CHECKED_BY_DEFAULT = set(suite_tasks("ci"))  # fast tasks whose full check runs in the default suite
 
 
-def each_task(slow_unless_lite: bool = False) -> list:
+def each_task(slow_unless_checked: bool = False) -> list:
     params = []
     for task_dir in TASK_DIRS:
-        marks = [pytest.mark.slow] if slow_unless_lite and task_dir.name not in LITE else []
+        marks = [pytest.mark.slow] if slow_unless_checked and task_dir.name not in CHECKED_BY_DEFAULT else []
         params.append(pytest.param(task_dir, id=task_dir.name, marks=marks))
     return params
 
@@ -52,9 +53,10 @@ def test_description_states_the_metric_and_limits(task_dir: Path) -> None:
     assert f"{spec.budget.step_timeout_s:g} s" in text, "state the time limit of a run (e.g. '120 s')"
 
 
-@pytest.mark.parametrize("task_dir", [p for p in each_task() if p.values[0].name not in LITE])
+@pytest.mark.slow
+@pytest.mark.parametrize("task_dir", [p for p in each_task() if p.values[0].name not in CHECKED_BY_DEFAULT])
 def test_prepare_is_deterministic(task_dir: Path, tmp_path: Path) -> None:
-    """Two prepares write the same bytes (lite tasks: covered by their full check below)."""
+    """Two prepares write the same bytes (the `ci` tasks: covered by their full check below)."""
     spec = load_task(task_dir)
     sums = []
     for root in (tmp_path / "a", tmp_path / "b"):
@@ -63,7 +65,7 @@ def test_prepare_is_deterministic(task_dir: Path, tmp_path: Path) -> None:
     assert sums[0] == sums[1]
 
 
-@pytest.mark.parametrize("task_dir", each_task(slow_unless_lite=True))
+@pytest.mark.parametrize("task_dir", each_task(slow_unless_checked=True))
 def test_full_check(task_dir: Path, workspace_root: Path) -> None:
     # The 60 s val limit is the CLI's; a test on a shared machine reports the time instead of asserting it.
     report = check_task(task_dir, root=workspace_root, val_seconds_limit=None)
@@ -100,9 +102,9 @@ def test_requirements_offenders_are_recognised() -> None:
 def test_setup_suite_prepares_its_tasks(causality, workspace_root: Path) -> None:
     from tests.conftest import run_cli
 
-    result = run_cli("--suite", "lite", "--skip-requirements", script="setup.py",
+    result = run_cli("--suite", "ci", "--skip-requirements", script="setup.py",
                      env={"RESEARCHBENCH_WORKSPACE": str(workspace_root)})
     assert result.returncode == 0, result.stderr
-    assert {line.split(":")[0] for line in result.stdout.splitlines()} == LITE
+    assert {line.split(":")[0] for line in result.stdout.splitlines()} == CHECKED_BY_DEFAULT
     unknown = run_cli("--suite", "nope", script="setup.py")
-    assert unknown.returncode == 2 and unknown.stderr.startswith("error: unknown suite 'nope'; known suites: lite")
+    assert unknown.returncode == 2 and unknown.stderr.startswith("error: unknown suite 'nope'; known suites: ci, lite")
