@@ -2,7 +2,7 @@
 
 Run directories follow from each job's composed config (results_dir/agent/task/run_id), so the
 table is the same whichever launcher ran the jobs and however many of them were resumed or no-ops.
-Rows come from benchmark.metrics.load_runs, the one reader of summaries.
+Rows come from benchmark.scoring.runs.load_run, the one reader of run directories.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import Sequence
 from omegaconf import DictConfig
 
 from benchmark.config import default_run_id
-from benchmark.errors import UserError
 
 COLUMNS = ("agent", "task", "seed", "best val", "hidden test", "normalized", "cost", "where")
 
@@ -28,20 +27,23 @@ def run_dir(cfg: DictConfig) -> Path:
 
 
 def sweep_rows(configs: Sequence[DictConfig]) -> list[tuple[str, ...]]:
-    from benchmark.metrics import load_runs
+    from benchmark.scoring.normalize import unclipped
+    from benchmark.scoring.runs import load_run
 
     rows = []
     for cfg in configs:
         where = run_dir(cfg)
         try:
-            runs = load_runs(where)
-        except UserError:  # never started, or stopped before its first summary
+            run = load_run(where)
+        except (ValueError, OSError):  # never started, or stopped before its first summary
             rows.append((cfg.agent.name, cfg.task.name, str(cfg.seed), "-", "-", "-", "-", f"{where} (no summary)"))
             continue
-        r = runs.iloc[0]
-        status = "" if r["status"] == "finished" else f" ({r['status']})"
-        rows.append((r["agent"], r["task"], str(r["seed"]), _num(r["best_val"]), _num(r["best_test"]),
-                     _num(r["agent_norm"]), f"${r['usd']:.2f}", f"{where}{status}"))
+        status = run.summary.get("status")
+        test = run.score("best", "test")
+        usd = (run.summary["budget"].get("used") or {}).get("usd") or 0.0
+        rows.append((run.agent, run.task, str(run.seed), _num(run.score("best", "val")), _num(test),
+                     _num(unclipped(run.metric, test)), f"${usd:.2f}",
+                     f"{where}" + ("" if status == "finished" else f" ({status})")))
     return rows
 
 
