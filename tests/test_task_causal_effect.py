@@ -155,3 +155,12 @@ def test_baseline_reproduces_its_recorded_seed(prepared, tmp_path):
         assert outcome.ok, outcome.bug_reason
         assert outcome.primary == pytest.approx(recorded, rel=1e-9)
         assert spec.metric.better(outcome.primary, spec.metric.floor)
+
+
+@pytest.mark.slow
+def test_reference_solution_reproduces_the_target(prepared, tmp_path):
+    """The manifest's target is what reference/model.py scores on test with seed 0, in the sandbox."""
+    spec = prepared.spec
+    outcome, _ = run_sandboxed(prepared, overlay(spec, "reference"), "test", tmp_path, seed=0)
+    assert outcome.ok, outcome.bug_reason
+    assert outcome.primary == pytest.approx(spec.metric.target, abs=5e-5)
