@@ -1,4 +1,4 @@
-"""Score ITE predictions for the causality task against the hidden true effects.
+"""Score ITE predictions for the causal_effect task against the hidden true effects.
 
     python evaluate.py --phase val|test --predictions-dir <dir> --labels <labels dir> --metrics <out.json>
 
@@ -6,7 +6,7 @@ Runs in its own process on the harness side; agent code never imports it. The sc
 `<predictions-dir>/predictions.csv`. Invalid predictions (missing, duplicated or unexpected rows,
 non-numeric or non-finite values) print one line to stderr and exit 1 without writing metrics.
 
-Metrics, each computed per replication and then averaged over replications (IHDP practice):
+Metrics, each computed per replication and then averaged over replications (as in the causality task):
   pehe          sqrt(mean((ite_hat - ite)^2))            the primary metric, lower is better
   ite_mae       mean(|ite_hat - ite|)
   ate_abs_error |mean(ite_hat) - mean(ite)|
@@ -99,7 +99,7 @@ def write_json(path: Path, payload: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Score ITE predictions (PEHE) for the causality task.")
+    parser = argparse.ArgumentParser(description="Score ITE predictions (PEHE) for the causal_effect task.")
     parser.add_argument("--phase", choices=sorted(LABEL_FILES), required=True)
     parser.add_argument("--predictions-dir", type=Path, required=True)
     parser.add_argument("--labels", type=Path, required=True)
