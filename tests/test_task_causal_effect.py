@@ -1,0 +1,166 @@
+"""The causal_effect task: manifest, prepare, evaluator, floor, and that the hidden surfaces stay hidden.
+
+Phases run through the real sandbox and evaluator (benchmark.experiment.run_phase); the baseline's
+full val+test reproduction is slow-marked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from task_testkit import (evaluate_ok, evaluator_module, overlay, prepare_task, rejects_inprocess, run_sandboxed,
+                          searcher, task_module)
+
+NAME = "causal_effect"
+ce_prepare = task_module(NAME, "prepare")  # the task's own prepare module, for its constants
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    return prepare_task(NAME, tmp_path_factory.mktemp("ce-ws"))
+
+
+def _digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            h.update(str(path.relative_to(folder)).encode() + path.read_bytes())
+    return h.hexdigest()
+
+
+def test_manifest_loads(prepared):
+    spec = prepared.spec
+    assert spec.name == NAME and spec.metric.name == "pehe" and not spec.metric.higher_is_better
+    assert spec.metric.best_possible == 0.0 < spec.metric.target < spec.metric.floor
+    assert "--seed" in spec.phases["val"] and "{seed}" in spec.phases["val"]
+
+
+def test_prepare_is_deterministic_and_public_data_hold_no_effects(prepared, tmp_path):
+    ce_prepare.main(["--out", str(tmp_path / "again")])
+    for part in ("public", "test_inputs", "labels"):
+        assert _digest(tmp_path / "again" / part) == _digest(prepared.root / part)
+    train = pd.read_csv(prepared.public_dir / "train.csv")
+    val = pd.read_csv(prepared.public_dir / "val_inputs.csv")
+    covariates = [f"x{j}" for j in range(20)]
+    assert list(train.columns) == ["rep", "unit", *covariates, "t", "y"]
+    assert list(val.columns) == ["rep", "unit", *covariates]
+    assert sorted(p.name for p in prepared.public_dir.rglob("*") if p.is_file()) == ["train.csv", "val_inputs.csv"]
+    assert train["rep"].nunique() == ce_prepare.N_REPLICATIONS and len(train) == 600 * ce_prepare.N_REPLICATIONS
+    # every replication has a different surface: the true effects differ between replications
+    ite = pd.read_csv(prepared.labels_dir / "val_ite.csv").pivot(index="unit", columns="rep", values="ite")
+    assert np.abs(np.corrcoef(ite.to_numpy().T)[np.triu_indices(ce_prepare.N_REPLICATIONS, 1)]).max() < 0.95
+    # treatment is confounded: the treated differ from the controls in their covariates
+    gaps = [np.abs(g[g.t == 1][covariates].mean() - g[g.t == 0][covariates].mean()).max() for _, g in train.groupby("rep")]
+    assert min(gaps) > 0.3
+
+
+def test_floor_is_the_oracle_constant_and_no_constant_beats_it(prepared, tmp_path):
+    """The floor is the mean std of the true test effects; the trivial overlay, run for real in the
+    sandbox, and the oracle constant itself through the real evaluator score no better."""
+    spec = prepared.spec
+    labels = pd.read_csv(prepared.labels_dir / "test_ite.csv")
+    assert spec.metric.floor == pytest.approx(labels.groupby("rep")["ite"].std(ddof=0).mean(), rel=1e-9)
+    preds = tmp_path / "preds"
+    preds.mkdir()
+    labels.assign(ite=labels.groupby("rep")["ite"].transform("mean")).to_csv(preds / "predictions.csv", index=False)
+    oracle = evaluate_ok(spec, "test", preds, prepared.labels_dir, tmp_path)["pehe"]
+    assert oracle == pytest.approx(spec.metric.floor, rel=1e-6)
+    outcome, _ = run_sandboxed(prepared, overlay(spec, "checks/constant"), "test", tmp_path)
+    assert outcome.ok, outcome.bug_reason
+    assert not spec.metric.better(outcome.primary, spec.metric.floor)
+
+
+def test_evaluator_scores_the_truth_zero(prepared, tmp_path):
+    preds = tmp_path / "preds"
+    preds.mkdir()
+    pd.read_csv(prepared.labels_dir / "val_ite.csv").to_csv(preds / "predictions.csv", index=False)
+    metrics = evaluate_ok(prepared.spec, "val", preds, prepared.labels_dir, tmp_path)
+    assert metrics == {"pehe": 0.0, "ite_mae": 0.0, "ate_abs_error": 0.0}
+
+
+def _valid_rows(prepared, n: int = 3) -> pd.DataFrame:
+    return pd.read_csv(prepared.labels_dir / "val_ite.csv").assign(ite=0.5)
+
+
+@pytest.mark.parametrize("mutation, reason", [
+    ("nan", "NaN or infinite"),
+    ("inf", "NaN or infinite"),
+    ("missing", "missing"),
+    ("extra", "unexpected"),
+    ("duplicate", "duplicated"),
+    ("text", "not numbers"),
+    ("float-id", "integers"),
+    ("columns", "lacks columns"),
+    ("binary", None),
+    ("absent", "was not written"),
+])
+def test_evaluator_rejects_malformed_predictions(prepared, tmp_path, mutation, reason, capsys):
+    preds = tmp_path / "preds"
+    preds.mkdir()
+    frame = _valid_rows(prepared).astype({"ite": object})
+    if mutation == "nan":
+        frame.loc[3, "ite"] = float("nan")
+    elif mutation == "inf":
+        frame.loc[3, "ite"] = float("inf")
+    elif mutation == "missing":
+        frame = frame.drop(index=5)
+    elif mutation == "extra":
+        frame.loc[len(frame)] = [0, 10_000, 0.1]
+    elif mutation == "duplicate":
+        frame = pd.concat([frame, frame.iloc[[7]]])
+    elif mutation == "text":
+        frame.loc[2, "ite"] = "abc"
+    elif mutation == "float-id":
+        frame = frame.astype({"unit": float})
+        frame.loc[0, "unit"] = 0.5
+    elif mutation == "columns":
+        frame = frame.rename(columns={"ite": "effect"})
+    if mutation == "binary":
+        (preds / "predictions.csv").write_bytes(b"\x00\x01\x02\xffgarbage")
+    elif mutation != "absent":
+        frame.to_csv(preds / "predictions.csv", index=False)
+    line = rejects_inprocess(evaluator_module(prepared.spec), "val", preds, prepared.labels_dir, tmp_path, capsys)
+    assert reason is None or reason in line, line
+
+
+def test_val_phase_cannot_reach_the_hidden_surfaces(prepared, tmp_path):
+    """A hostile model.py searches the sandbox for the label files, the evaluator and the surface
+    entropy, in the val phase; in the bwrap sandbox it finds nothing, and it still returns effects."""
+    entropy = f"{ce_prepare.SURFACE_ENTROPY:X}"
+    first_truth = pd.read_csv(prepared.labels_dir / "val_ite.csv")["ite"].iloc[0]
+    probe = searcher(needles=["SURFACE_ENTROPY", entropy[:12], str(ce_prepare.SURFACE_ENTROPY),
+                              "rep,unit,ite\n", f"{first_truth:.10g}"],
+                     names=["val_ite.csv", "test_ite.csv", "test_inputs.csv"])
+    model = probe + "\nimport numpy as np\ndef estimate_ite(train, inputs, params):\n    return np.zeros(len(inputs))\n"
+    outcome, sandboxed = run_sandboxed(prepared, {"model.py": model}, "val", tmp_path)
+    assert outcome.ok, outcome.bug_reason
+    stdout = outcome.stdout.decode()
+    assert "SEARCH DONE" in stdout
+    if not sandboxed:
+        pytest.skip("without bwrap the host filesystem is visible; the sandbox is what hides the labels")
+    assert "FOUND" not in stdout, stdout
+
+
+@pytest.mark.slow
+def test_baseline_reproduces_its_recorded_seed(prepared, tmp_path):
+    spec = prepared.spec
+    seed = spec.baseline.seeds[0]
+    for phase, recorded in (("val", spec.baseline.val[0]), ("test", spec.baseline.test[0])):
+        outcome, _ = run_sandboxed(prepared, {}, phase, tmp_path, seed=seed)
+        assert outcome.ok, outcome.bug_reason
+        assert outcome.primary == pytest.approx(recorded, rel=1e-9)
+        assert spec.metric.better(outcome.primary, spec.metric.floor)
+
+
+@pytest.mark.slow
+def test_reference_solution_reproduces_the_target(prepared, tmp_path):
+    """The manifest's target is what reference/model.py scores on test with seed 0, in the sandbox."""
+    spec = prepared.spec
+    outcome, _ = run_sandboxed(prepared, overlay(spec, "reference"), "test", tmp_path, seed=0)
+    assert outcome.ok, outcome.bug_reason
+    assert outcome.primary == pytest.approx(spec.metric.target, abs=5e-5)
