@@ -26,10 +26,12 @@ def _finished(run_dir: Path) -> list[dict]:
 @pytest.mark.parametrize("agent, overrides, steps, expected", [
     ("aide", ["agent.num_drafts=2", "agent.debug_prob=1.0"], 4,
      [("draft", "ok"), ("draft", "buggy"), ("debug", "ok"), ("improve", "ok")]),
-    ("mcts", ["agent.num_children=2"], 4,
-     [("draft", "ok"), ("draft", "buggy"), ("debug", "ok"), ("improve", "ok")]),
-    ("evolutionary", ["agent.individuals_per_generation=2"], 5,
-     [("draft", "ok"), ("draft", "buggy"), ("debug", "ok"), ("improve", "ok"), ("improve", "ok")]),
+    # a causality run costs about a minute of CPU: aide's stays in the default suite, these two are slow
+    pytest.param("mcts", ["agent.num_children=2"], 4,
+                 [("draft", "ok"), ("draft", "buggy"), ("debug", "ok"), ("improve", "ok")], marks=pytest.mark.slow),
+    pytest.param("evolutionary", ["agent.individuals_per_generation=2"], 5,
+                 [("draft", "ok"), ("draft", "buggy"), ("debug", "ok"), ("improve", "ok"), ("improve", "ok")],
+                 marks=pytest.mark.slow),
 ])
 def test_agent_edits_causality_and_ends_with_a_valid_best(causality, tmp_path: Path, agent, overrides, steps,
                                                            expected) -> None:

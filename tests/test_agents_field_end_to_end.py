@@ -82,9 +82,9 @@ CASES = {
 }
 
 
-# One causality run in the default suite (each costs about a minute of CPU); the other three with `pytest -m slow`
-@pytest.mark.parametrize("agent", [a if a == "autoresearch" else pytest.param(a, marks=pytest.mark.slow)
-                                   for a in CASES])
+# Each causality run costs about a minute of CPU: all four run with `pytest -m slow`
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", list(CASES))
 def test_agent_edits_causality_and_ends_with_a_valid_best(causality, tmp_path: Path, agent) -> None:
     overrides, script, check, expected = CASES[agent]
     summary, _ = run_inprocess(f"agent={agent}", "task=causality", f"results_dir={tmp_path}", "llm=scripted",
