@@ -57,6 +57,22 @@ class JobResult:
         return self.exit_code == 0 and not self.timed_out and not self.error and not self.violation
 
 
+def job_problem(job: Job) -> str:
+    """Why a job cannot start on any backend (empty argv, relative or missing paths, no timeout), or ""."""
+    if not job.argv:
+        return "job has an empty argv"
+    if not Path(job.workdir).is_dir():
+        return f"job workdir {job.workdir} does not exist"
+    for path in (job.workdir, *job.readonly, *job.writable):
+        if not Path(path).is_absolute():
+            return f"job path {path} must be absolute (sandboxes bind paths onto themselves)"
+        if not Path(path).exists():
+            return f"job path {path} does not exist"
+    if job.timeout_s <= 0:
+        return f"job timeout_s must be positive, got {job.timeout_s}"
+    return ""
+
+
 class Executor(Protocol):
     name: str
     capacity: int  # jobs that may run at once

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from benchmark.executors.base import Job, JobResult
+from benchmark.executors.base import Job, JobResult, job_problem
 from benchmark.executors.cgroups import JobCgroup
 from benchmark.executors.gpus import GpuPool
 from benchmark.executors.output import CappedWriter
@@ -137,22 +137,14 @@ class LocalExecutor:
         """Reasons a job cannot start, found before anything is spawned."""
         if self._stopping.is_set():
             return "executor was shut down before the job started"
-        if not job.argv:
-            return "job has an empty argv"
+        problem = job_problem(job)
+        if problem:
+            return problem
         if job.gpus > len(self._gpus.ids):
             return (
                 f"job needs {job.gpus} GPU(s) but executor {self.name!r} has "
                 f"{len(self._gpus.ids)} configured (executor.gpus={list(self._gpus.ids)})"
             )
-        if not Path(job.workdir).is_dir():
-            return f"job workdir {job.workdir} does not exist"
-        for path in (job.workdir, *job.readonly, *job.writable):
-            if not Path(path).is_absolute():
-                return f"job path {path} must be absolute (sandboxes bind paths onto themselves)"
-            if not Path(path).exists():
-                return f"job path {path} does not exist"
-        if job.timeout_s <= 0:
-            return f"job timeout_s must be positive, got {job.timeout_s}"
         return ""
 
     def _run_with_gpus(self, job: Job, gpu_ids: list[int]) -> JobResult:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from benchmark.errors import UserError
-from benchmark.executors.base import Job, JobResult
+from benchmark.executors.base import Job, JobResult, job_problem
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.executors.modal_image import ImageSpec, gpu_string, image_spec, modal_credentials_problem
 from benchmark.executors.modal_scripts import DISK_USAGE, KILL_ALL, SETUP
@@ -158,7 +158,7 @@ class ModalExecutor:
         started = time.monotonic()
         if self._stopping.is_set():
             return _failure(started, "executor was shut down before the job started")
-        problem = _precheck(job) or self.exposure(job)
+        problem = job_problem(job) or self.exposure(job)
         if problem:
             return _failure(started, problem)
         try:
@@ -393,21 +393,6 @@ def _terminate(sandbox: Any) -> None:
         sandbox.terminate()
     except Exception as exc:  # already gone, or the network is: its lifetime ends it anyway
         log.debug("modal: terminate failed: %s", exc)
-
-
-def _precheck(job: Job) -> str:
-    if not job.argv:
-        return "job has an empty argv"
-    if not Path(job.workdir).is_dir():
-        return f"job workdir {job.workdir} does not exist"
-    for path in (job.workdir, *job.readonly, *job.writable):
-        if not Path(path).is_absolute():
-            return f"job path {path} must be absolute (sandboxes bind paths onto themselves)"
-        if not Path(path).exists():
-            return f"job path {path} does not exist"
-    if job.timeout_s <= 0:
-        return f"job timeout_s must be positive, got {job.timeout_s}"
-    return ""
 
 
 def _tree_digest(root: Path) -> str:
