@@ -5,7 +5,7 @@ Not a setuptools script (packaging lives in pyproject.toml with hatchling, which
     python setup.py --list
     python setup.py --task causality [--task ...] [--force] [--skip-requirements] [--download]
     python setup.py --all | --suite lite
-    python setup.py --check causality [...] | --check --all | --check --suite lite
+    python setup.py --check causality [...] | --check --all | --check --suite lite  [--reference]
     python setup.py --new my_task [--from tabular] [--dest DIR]
 
 Tasks come from the plugin registry, so tasks that third-party plugins register are set up the same
@@ -68,7 +68,7 @@ def _require_known(names: list[str], tasks: dict[str, Path]) -> None:
                         f"folders in ${TASKS_PATH_ENV}, and task plugins)")
 
 
-def _check(names: list[str], tasks: dict[str, Path], skip_requirements: bool) -> int:
+def _check(names: list[str], tasks: dict[str, Path], skip_requirements: bool, reference: bool = False) -> int:
     """Run every check on each task; print a table per task; 0 when all pass, else 1."""
     from benchmark.task import load_task
     from benchmark.task_check import check_task
@@ -83,7 +83,7 @@ def _check(names: list[str], tasks: dict[str, Path], skip_requirements: bool) ->
             except UserError:
                 pass  # an invalid manifest is reported by the manifest check itself
         print(f"{name}: checking {tasks[name]}", flush=True)
-        report = check_task(tasks[name])
+        report = check_task(tasks[name], reference=reference)
         print(report.table(), flush=True)
         if not report.ok:
             failed.append(f"{report.task} ({', '.join(report.failed)})")
@@ -114,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--new", metavar="NAME", help="create a task folder from a template (ml_tasks/NAME, or --dest)")
     parser.add_argument("--check", nargs="*", metavar="NAME", help="check tasks: manifest, prepare, the baseline "
                         "in the sandbox, determinism, trivial predictors vs the floor, no labels in the val phase")
+    parser.add_argument("--reference", action="store_true", help="with --check: also run the task's reference "
+                        "solution on the hidden test for every baseline seed (it must reach the target)")
     parser.add_argument("--from", dest="template", default="tabular", help="template for --new (default: tabular)")
     parser.add_argument("--dest", metavar="DIR", help="with --new: create the task folder inside DIR")
     parser.add_argument("--force", action="store_true", help="redo the workspace even when it verifies")
@@ -128,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise UserError("--check needs task names, --all, or --suite <name> (e.g. `--check causality`)")
             tasks = _known_tasks()
             names = args.check or (list(tasks) if args.all else _suite(args.suite))
-            return _check(names, tasks, args.skip_requirements)
+            return _check(names, tasks, args.skip_requirements, args.reference)
         if args.new:
             _new(args.new, args.template, args.dest)
             return 0

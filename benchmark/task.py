@@ -104,6 +104,10 @@ class Checks:
     # Folders (relative to the task dir) of editable-file overlays implementing trivial predictors
     # (a constant, the majority class, ...): each must score no better than the floor.
     trivial: tuple[str, ...] = ()
+    # Folder of an editable-file overlay that reaches the target on the hidden test for every baseline
+    # seed: proof that the target is attainable and that the evaluator can score it. Hidden from agents
+    # like the rest of the task folder; `setup.py --check --reference` re-runs it.
+    reference: str | None = None
 
 
 @dataclass(frozen=True)
@@ -338,6 +342,11 @@ def load_task(task_dir: Path) -> TaskSpec:
     for folder in trivial:
         if not (Path(task_dir) / folder).is_dir():
             raise reader.fail("checks.trivial", f"points at {folder}, which is not a folder")
+    reference = craw.get("reference")
+    if reference is not None:
+        reference = reader.typed(reference, "checks.reference", str)
+        if not (Path(task_dir) / reference).is_dir():
+            raise reader.fail("checks.reference", f"points at {reference}, which is not a folder")
 
     repo = None
     if raw.get("repo") is not None:
@@ -388,7 +397,7 @@ def load_task(task_dir: Path) -> TaskSpec:
         evaluator=reader.argv(raw["evaluator"], "evaluator", "evaluator"), outputs=tuple(outputs),
         prepare=reader.argv(raw["prepare"], "prepare", "prepare"),
         data=data, requirements=tuple(requirements), resources=resources, evaluation=evaluation, knobs=knobs,
-        baseline=baseline, checks=Checks(trivial=trivial), repo=repo, downloads=tuple(downloads),
+        baseline=baseline, checks=Checks(trivial=trivial, reference=reference), repo=repo, downloads=tuple(downloads),
         task_dir=Path(task_dir).resolve(),
     )
     if knobs is not None and not spec.is_editable(knobs.file):

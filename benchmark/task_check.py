@@ -16,6 +16,8 @@ local sandbox executor), never a second runner, so a task that passes here behav
   baseline-test          the baseline's test phase runs and is scored
   baseline-record        the manifest's `baseline` record reproduces for its first seed (skipped without one)
   trivial:<overlay>      each `checks.trivial` overlay scores no better than the floor on val and test
+  reference              (only with `reference=True`, i.e. `--check --reference`) the `checks.reference`
+                         overlay reaches the target on the hidden test for every baseline seed
 
 A report holds one row per check with its time; `ok` only when none failed.
 """
@@ -100,9 +102,9 @@ class _Checker:
     """Runs the checks of one task in order, recording a row for each."""
 
     def __init__(self, task_dir: Path, executor: Executor, root: Path | None, log: Log, skip: Collection[str] = (),
-                 val_seconds_limit: float | None = VAL_SECONDS_LIMIT):
+                 val_seconds_limit: float | None = VAL_SECONDS_LIMIT, reference: bool = False):
         self.task_dir, self.executor, self.root, self.log, self.skip = task_dir, executor, root, log, set(skip)
-        self.val_seconds_limit = val_seconds_limit
+        self.val_seconds_limit, self.with_reference = val_seconds_limit, reference
         self.report = TaskCheckReport(task=task_dir.name)
         self.spec: TaskSpec | None = None
         self.prepared: PreparedTask | None = None
@@ -148,6 +150,8 @@ class _Checker:
                 self.row(f"trivial:{overlay}", lambda o=overlay: self.trivial(o), needs=("prepared",))
             if self.spec is not None and not trivial:
                 self.row("trivial", self.no_trivial)
+            if self.with_reference:
+                self.row("reference", self.reference, needs=("prepared",))
         finally:
             discard_tree(self.scratch_root)
         return self.report
@@ -261,18 +265,36 @@ class _Checker:
                           "the floor must be what a trivial predictor scores: re-measure it")
         return f"{shown}: no better than the floor {metric.floor:g}"
 
+    def reference(self) -> str:
+        assert self.spec is not None
+        overlay = self.spec.checks.reference
+        if overlay is None:
+            raise _Failed("the manifest declares no checks.reference overlay: a solution that reaches the target "
+                          "on the hidden test is what proves the target attainable (docs/tasks.md)")
+        files = overlay_files(self.spec, overlay)
+        metric = self.spec.metric
+        seeds = self.spec.baseline.seeds if self.spec.baseline is not None else (0,)
+        scores = {seed: self._phase(files, "test", f"reference-{seed}", seed).primary for seed in seeds}
+        shown = ", ".join(f"seed {seed}: {score:.6g}" for seed, score in scores.items())
+        short = [seed for seed, score in scores.items()
+                 if metric.better(_slack(metric.target, not metric.higher_is_better), score)]
+        if short:
+            raise _Failed(f"the reference misses the target {metric.target:g} on the hidden test ({shown}): "
+                          "improve the reference or re-measure the target")
+        return f"{shown}: reaches the target {metric.target:g} on every baseline seed"
+
     def no_trivial(self) -> str:
         raise _Failed("the manifest declares no checks.trivial overlay (a constant or majority predictor); "
                       "add one so the floor is tested (docs/tasks.md)")
 
     # -- helpers ---------------------------------------------------------------------------------------------
 
-    def _phase(self, files: dict[str, str], phase: str, label: str) -> Outcome:
+    def _phase(self, files: dict[str, str], phase: str, label: str, seed: int | None = None) -> Outcome:
         assert self.prepared is not None and self.spec is not None
         budget = self.spec.budget
         timeout = budget.step_timeout_s if phase == "val" else budget.final_test_timeout_s()
         outcome = run_phase(self.prepared, files, phase, self.executor, self.scratch_root / label, timeout,
-                            _seed(self.spec))
+                            _seed(self.spec) if seed is None else seed)
         if not outcome.ok:
             tail = outcome.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
             raise _Failed(f"the {phase} phase failed: {outcome.bug_reason}"
@@ -309,7 +331,7 @@ def _files_under(folder: Path) -> Iterator[Path]:
 
 
 def overlay_files(spec: TaskSpec, overlay: str) -> dict[str, str]:
-    """The editable files of a `checks.trivial` overlay folder, relpath -> text."""
+    """The editable files of a `checks.trivial` or `checks.reference` overlay folder, relpath -> text."""
     folder = spec.task_dir / overlay
     files = {p.relative_to(folder).as_posix(): p.read_text() for p in _files_under(folder)}
     if not files:
@@ -391,17 +413,18 @@ def default_executor(spec_dir: Path | None = None) -> Executor:
 
 def check_task(task_dir: Path, executor: Executor | None = None, root: Path | None = None,
                log: Log = lambda _: None, skip: Collection[str] = (),
-               val_seconds_limit: float | None = VAL_SECONDS_LIMIT) -> TaskCheckReport:
+               val_seconds_limit: float | None = VAL_SECONDS_LIMIT, reference: bool = False) -> TaskCheckReport:
     """Run every check on the task folder; the workspace goes under `root` (default: the workspace root).
 
     `skip` names checks to leave out (tests exercising one check use it); a check that needs the result of
     a skipped one is skipped too. `val_seconds_limit=None` reports the val phase's time without judging it
-    (the test suite does: tests assert behaviour, and a shared machine's wall clock is not the task's)."""
+    (the test suite does: tests assert behaviour, and a shared machine's wall clock is not the task's).
+    `reference=True` adds the (slow) reference-solution check."""
     task_dir = Path(task_dir).resolve()
     own = executor is None
     executor = executor if executor is not None else default_executor(task_dir)
     try:
-        return _Checker(task_dir, executor, root, log, skip, val_seconds_limit).run()
+        return _Checker(task_dir, executor, root, log, skip, val_seconds_limit, reference).run()
     finally:
         if own:
             executor.shutdown()

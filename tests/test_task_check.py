@@ -182,3 +182,25 @@ def test_slow_baseline_val_fails(tmp_path: Path) -> None:
                         val_seconds_limit=0.0)
     row = next(r for r in report.rows if r.name == "baseline-val")
     assert row.status == FAIL and "over the 0s a baseline val phase may take" in row.detail
+
+
+def test_reference_check_runs_only_when_asked_and_needs_the_target_on_every_seed(tmp_path: Path) -> None:
+    task = copy_task(tmp_path)
+    skip = ONLY_PHASES + ("isolation", "baseline-val", "baseline-test", "determinism", "trivial:checks/mean")
+    # Not asked for: no reference row, even without a checks.reference entry.
+    assert "reference" not in statuses(check_task(task, root=tmp_path / "ws", skip=skip))
+    # Asked for, but the manifest names none: the row fails and says what to add.
+    report = check_task(task, root=tmp_path / "ws", skip=skip, reference=True)
+    row = next(r for r in report.rows if r.name == "reference")
+    assert row.status == FAIL and "checks.reference" in row.detail
+    # The baseline's own line is exact (test mse 0.0): as a reference it reaches the 0.01 target on seeds 0, 1, 2.
+    shutil.copytree(task / "baseline", task / "reference", ignore=shutil.ignore_patterns("driver.py"))
+    edit_manifest(task, checks__reference="reference")
+    report = check_task(task, root=tmp_path / "ws", skip=skip, reference=True)
+    row = next(r for r in report.rows if r.name == "reference")
+    assert row.status == PASS and "seed 2" in row.detail, row.detail
+    # The training mean as a "reference" misses the target and the row names the scores.
+    shutil.copy(task / "checks" / "mean" / "model.py", task / "reference" / "model.py")
+    report = check_task(task, root=tmp_path / "ws", skip=skip, reference=True)
+    row = next(r for r in report.rows if r.name == "reference")
+    assert row.status == FAIL and "misses the target" in row.detail and "seed 0" in row.detail, row.detail
