@@ -1,0 +1,43 @@
+"""benchmarks/headroom.py's arithmetic and verdicts (the runs themselves are real CLI runs, measured by hand)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+spec = importlib.util.spec_from_file_location("headroom", Path(__file__).resolve().parents[1] / "benchmarks" / "headroom.py")
+headroom = importlib.util.module_from_spec(spec)
+sys.modules["headroom"] = headroom  # dataclasses resolve their module by name
+spec.loader.exec_module(headroom)
+Trial = headroom.Trial
+
+
+def test_achievement_is_clipped_and_works_for_lower_is_better() -> None:
+    assert headroom.achievement(0.5, floor=0.0, target=1.0) == 0.5
+    assert headroom.achievement(2.0, floor=0.0, target=1.0) == 1.0
+    assert headroom.achievement(-1.0, floor=0.0, target=1.0) == 0.0
+    assert headroom.achievement(3.0, floor=5.0, target=1.0) == 0.5  # lower is better: floor 5, target 1
+    assert headroom.achievement(None, floor=0.0, target=1.0) is None
+
+
+def test_gap_closed_is_the_share_of_the_remaining_gap() -> None:
+    assert Trial("t", 0, baseline=0.4, best=0.7).gap_closed == 0.5
+    assert Trial("t", 0, baseline=0.4, best=0.4).gap_closed == 0.0
+    assert Trial("t", 0, baseline=0.4, best=0.1).gap_closed == -0.5  # the tuner's best-val node did worse on test
+    assert math.isnan(Trial("t", 0, baseline=1.0, best=1.0).gap_closed)  # no gap to close
+
+
+def test_verdict_uses_the_median_over_seeds_and_the_baseline_room() -> None:
+    trials = [Trial("a", 0, 0.3, 0.4), Trial("a", 1, 0.3, 0.9), Trial("a", 2, 0.3, 0.5),  # gaps 0.14, 0.86, 0.29
+              Trial("b", 0, 0.3, 0.8), Trial("b", 1, 0.3, 0.8), Trial("b", 2, 0.3, 0.3),  # median 0.71
+              Trial("c", 0, 0.7, 0.7), Trial("d", 0, error="exit 3: aborted")]
+    lines, ok = headroom.report(["a", "b", "c", "d"], trials)
+    rows = {line.split("|")[1].strip(): line for line in lines[2:]}
+    assert rows["a"].endswith("| meets |") and "| 0.29 |" in rows["a"]
+    assert "MISSES: gap closed 0.71 > 0.5" in rows["b"]
+    assert "baseline 0.70 > 0.6" in rows["c"]
+    assert "not measured" in rows["d"] and "aborted" in rows["d"]
+    assert not ok
+    assert headroom.report(["a"], trials)[1]
