@@ -23,9 +23,9 @@ def test_achievement_is_clipped_and_works_for_lower_is_better() -> None:
 
 
 def test_gap_closed_is_the_share_of_the_remaining_gap() -> None:
-    assert Trial("t", 0, baseline=0.4, best=0.7).gap_closed == 0.5
+    assert math.isclose(Trial("t", 0, baseline=0.4, best=0.7).gap_closed, 0.5)
     assert Trial("t", 0, baseline=0.4, best=0.4).gap_closed == 0.0
-    assert Trial("t", 0, baseline=0.4, best=0.1).gap_closed == -0.5  # the tuner's best-val node did worse on test
+    assert math.isclose(Trial("t", 0, baseline=0.4, best=0.1).gap_closed, -0.5)  # the tuner's best-val node did worse on test
     assert math.isnan(Trial("t", 0, baseline=1.0, best=1.0).gap_closed)  # no gap to close
 
 
