@@ -13,7 +13,7 @@ import pytest
 from benchmark.errors import UserError
 from benchmark.scoring.embeddings import EmbeddingUnavailable, Embedder, embed_runs, pooled
 from benchmark.scoring.pipeline import Options, score
-from benchmark.scoring.runs import load_runs
+from benchmark.scoring.selection import select_runs
 from scoring_runs import build_tiny_roberta, write_run
 from test_scoring import golden_steps
 
@@ -58,7 +58,7 @@ def test_tiny_roberta_chunks_pools_and_caches(tiny_model: Path, tmp_path: Path) 
 
 def test_exploration_uses_the_runs_stored_baseline(tiny_model: Path, tmp_path: Path) -> None:
     run_dir = write_run(tmp_path / "results", "a", "t", 0, golden_steps(), baseline_test=12.0, best_test=5.0)
-    (run,) = load_runs(tmp_path / "results", warn=lambda line: None)
+    (run,) = select_runs(tmp_path / "results", warn=lambda line: None).runs
     embedder = Embedder(str(tiny_model), tmp_path / "cache", device="cpu")
     embedded = embed_runs([run], embedder)[str(run_dir)]
     steps, base = embedded["mean"]
