@@ -39,7 +39,7 @@ def write_run(root: Path, agent: str, task: str, seed: int, steps: list[Step], *
               compute_hours: float = 1.0, usd_limit: float = 1.0, wall_seconds: float = 60.0,
               domain: str = "testing", config: dict[str, Any] | None = None, run_id: str | None = None,
               status: str = "finished", abort_cause: str | None = None, version: str = "1",
-              finished_at: float = 1_700_000_000.0) -> Path:
+              finished_at: float = 1_700_000_000.0, metric: str = "score") -> Path:
     """A run directory as the engine leaves it; `status`/`abort_cause` as an interrupted or aborted run
     records them (an aborted run: status "aborted" and the cause in one line)."""
     run_dir = Path(root) / agent / task / (run_id or f"seed{seed}-{budget_steps}")
@@ -83,7 +83,7 @@ def write_run(root: Path, agent: str, task: str, seed: int, steps: list[Step], *
     summary = {
         "status": status, "agent": agent, "task": task, "task_version": version, "domain": domain, "seed": seed,
         "run_dir": str(run_dir),
-        "metric": {"name": "score", "direction": direction, "floor": floor, "target": target,
+        "metric": {"name": metric, "direction": direction, "floor": floor, "target": target,
                    "best_possible": best_possible},
         "baseline": {"val": base.primary if base else None, "test": baseline_test},
         "best": {"node": best.id if best else None, "val": best.primary if best else None, "test": best_test},

@@ -67,6 +67,19 @@ def test_exploration_uses_the_runs_stored_baseline(tiny_model: Path, tmp_path: P
     np.testing.assert_allclose(base, pooled(next(iter(direct.values())), "mean"))
 
 
+def test_blank_code_is_the_zero_vector_as_fml_bench_embeds_it(tiny_model: Path, tmp_path: Path) -> None:
+    steps = golden_steps()
+    steps[1].files = {"model.py": "  \n\t\n"}  # the agent emptied the file
+    run_dir = write_run(tmp_path / "results", "a", "t", 0, steps, baseline_test=12.0, best_test=5.0)
+    (run,) = select_runs(tmp_path / "results", warn=lambda line: None).runs
+    embedder = Embedder(str(tiny_model), tmp_path / "cache", device="cpu")
+    embedded = embed_runs([run], embedder)[str(run_dir)]
+    for pooling in ("fml", "mean"):
+        vectors = embedded[pooling][0]
+        assert not vectors[0].any() and all(v.any() for v in vectors[1:])  # zero, not the encoding of <s></s>
+    assert embedder.computed == 4  # the blank snapshot was never sent to the model
+
+
 def test_scoring_with_the_tiny_model_fills_exploration(tiny_model: Path, tmp_path: Path) -> None:
     write_run(tmp_path / "results", "a", "t", 0, golden_steps(), baseline_test=12.0, best_test=5.0)
     said: list[str] = []

@@ -61,7 +61,8 @@ def paired(a: dict[tuple, float], b: dict[tuple, float]) -> dict[str, float]:
 def pairs_for_power(diffs: Sequence[float], power: float = POWER, alpha: float = ALPHA) -> float:
     """The fewest pairs with which a two-sided paired t-test at `alpha` detects the observed mean difference
     with probability `power`, taking the observed SD of the differences as the truth (statsmodels'
-    TTestPower: the noncentral t, not a normal approximation). NaN below two differences (no SD);
+    TTestPower: the noncentral t; the normal approximation only where that returns NaN, far out where
+    the power is about 1). NaN below two differences (no SD);
     inf when the mean difference is 0; 2 when every difference is the same nonzero value."""
     arr = finite(diffs)
     if len(arr) < 2:
@@ -71,11 +72,16 @@ def pairs_for_power(diffs: Sequence[float], power: float = POWER, alpha: float =
         return math.inf
     if sd == 0 or abs(mean) / sd > 1e6:  # no spread: the smallest sample a t-test can use
         return 2.0
+    from scipy.stats import norm
     from statsmodels.stats.power import TTestPower
 
     test, effect = TTestPower(), abs(mean) / sd
     def enough(n: int) -> bool:
-        return float(test.power(effect_size=effect, nobs=n, alpha=alpha, alternative="two-sided")) >= power
+        value = float(test.power(effect_size=effect, nobs=n, alpha=alpha, alternative="two-sided"))
+        if math.isnan(value):  # the noncentral t loses precision far out (large d * sqrt(n)): normal approximation
+            nc, z = effect * math.sqrt(n), float(norm.ppf(1 - alpha / 2))
+            value = float(norm.cdf(nc - z) + norm.cdf(-nc - z))
+        return value >= power
     if enough(2):
         return 2.0
     low, high = 2, 4  # enough(low) is false; find a high that is enough, then bisect (power rises with n)
