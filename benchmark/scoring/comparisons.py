@@ -100,7 +100,8 @@ def paired_table(df: pd.DataFrame, first: str, second: str, column: str = HEADLI
             raise UserError(f"--compare {first} {second}: at budget {budget} they share {len(shared)} of the "
                             f"{len(union)} tasks they ran ({', '.join(shared) or 'none'}); a comparison needs at "
                             f"least half of them: run the missing tasks, or select tasks with --task or --suite")
-        for scope, tasks in [(f"all shared tasks ({len(shared)})", shared), *((t, [t]) for t in shared)]:
+        per_task = [(t, [t]) for t in shared] if len(shared) > 1 else []  # one task: the overall row is it
+        for scope, tasks in [(f"all shared tasks ({len(shared)})", shared), *per_task]:
             result = paired({k: v for k, v in a.items() if k[0] in tasks}, {k: v for k, v in b.items() if k[0] in tasks})
             seeds = result["n"] / len(tasks)
             needed = math.ceil(result["pairs_needed"] / len(tasks)) if math.isfinite(result["pairs_needed"]) \

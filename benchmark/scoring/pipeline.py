@@ -99,8 +99,9 @@ def sections(options: Options) -> list[tuple[str, str, str]]:
          HEADLINE_WHY + f"; '{comparisons.SHARED_MEAN}' is over the tasks named in 'shared tasks'; n = trials per "
                         "task"),
         ("paired", "Paired comparison", "first - second on the pairs (task, seed) both ran: over all shared tasks, "
-                                        "then per task; 95% bootstrap CI; win rate (ties half); seeds per task a "
-                                        "paired t-test needs for 80% power (two-sided alpha 0.05)"),
+                                        "then per task when there are several; 95% bootstrap CI; win rate (ties "
+                                        "half); seeds per task a paired t-test needs for 80% power (two-sided alpha "
+                                        "0.05)"),
         ("groups", "Groups over seeds: n, mean, SEM and 95% bootstrap CI",
          "grouped by " + ", ".join(options.group_by) + "; budgets, task versions and LLM sources are never pooled; "
          "n = trials used (col_n: those with a value for that column); FA, HG, PE, pass@0.5 and regimes score "
