@@ -104,8 +104,9 @@ def sections(options: Options) -> list[tuple[str, str, str]]:
                                         "0.05)"),
         ("groups", "Groups over seeds: n, mean, SEM and 95% bootstrap CI",
          "grouped by " + ", ".join(options.group_by) + "; budgets, task versions and LLM sources are never pooled; "
-         "n = trials used (col_n: those with a value for that column); FA, HG, PE, pass@0.5 and regimes score "
-         "validation results against the hidden-test floor/target (val on test anchors)"),
+         "n = trials used (col_n: those with a value for that column); fml_ni and the AUCs on the " + ranges
+         + "; FA, HG, PE, pass@0.5 and regimes score validation results against the hidden-test floor/target "
+           "(val on test anchors)"),
         ("unclipped", "Unclipped normalized score", "(s - floor) / (target - floor): regressions negative, overshoot "
                                                     "above 1"),
         ("fml_ni", f"FML-bench normalized improvement ({ranges})",
