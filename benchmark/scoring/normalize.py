@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from benchmark.scoring.ranges import BASELINE, NIRange
+from benchmark.scoring.ranges import NIRange
 from benchmark.scoring.runs import MetricInfo
 
 HEADLINE = "achievement"
@@ -31,20 +31,11 @@ def fml_ni(rng: NIRange | None, agent: float | None, baseline: float | None) -> 
     """FML-bench's normalized improvement; NaN without a range or a baseline, 0 when the agent has no score."""
     if rng is None or baseline is None:
         return NAN
-    if agent is None:  # FML-bench credits the baseline's value: NI 0
-        agent = baseline
-    if rng.transform is not None:
-        agent, baseline = rng.transform(agent), rng.transform(baseline)
-        if agent is None or baseline is None:
-            return NAN
-    if math.isnan(agent) or math.isnan(baseline):
+    a, b = rng.shown(baseline if agent is None else agent), rng.shown(baseline)  # no agent score: the baseline's
+    if a is None or b is None or rng.span(b) == 0:
         return NAN
-    worst = baseline if rng.worst == BASELINE else rng.worst
-    denom = abs(rng.best - worst)
-    if denom == 0:
-        return NAN
-    signed = (agent - baseline) / denom if rng.direction == "higher" else (baseline - agent) / denom
-    return max(signed, 0.0)
+    signed = (a - b) if rng.direction == "higher" else (b - a)
+    return max(signed / rng.span(b), 0.0)
 
 
 def unclipped(metric: MetricInfo, score: float | None) -> float:

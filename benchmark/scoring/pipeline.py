@@ -14,7 +14,7 @@ from typing import Callable
 import pandas as pd
 
 from benchmark.errors import UserError
-from benchmark.scoring import comparisons, farbench, keys, tables
+from benchmark.scoring import comparisons, keys, tables
 from benchmark.scoring.normalize import HEADLINE_WHY
 from benchmark.scoring.runs import RunRecord
 from benchmark.scoring.selection import NOT_SCORED_COLUMNS, Filters, Selection, select_runs

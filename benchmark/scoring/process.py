@@ -14,7 +14,7 @@ import numpy as np
 
 from benchmark.journal import Node
 from benchmark.scoring.normalize import NAN, fml_ni
-from benchmark.scoring.ranges import BASELINE, NIRange
+from benchmark.scoring.ranges import NIRange
 from benchmark.scoring.runs import RunRecord, is_ok
 
 FIRST_IMPROVEMENT_EPS = 1e-15  # FML-bench's thresholds, kept as they are
@@ -29,26 +29,16 @@ def improvement_curve(run: RunRecord, rng: NIRange | None) -> list[float]:
     Values pass through the range's transform first; a step whose value is not finite there (or that
     the transform rejects) leaves best-so-far unchanged, as FML-bench skips infinite step metrics.
     """
-    nan_curve = [NAN] * len(run.experiments)
-    baseline = run.score("baseline", "val")
-    if rng is None or baseline is None:
-        return nan_curve
-    def shown(value: float) -> float | None:
-        value = rng.transform(value) if rng.transform is not None else value
-        return value if value is not None and math.isfinite(value) else None
-    base = shown(baseline)
-    if base is None:
-        return nan_curve
-    denom = abs(rng.best - (base if rng.worst == BASELINE else rng.worst))
-    if denom == 0:
-        return nan_curve
-    sign = 1 if rng.direction == "higher" else -1
-    best, curve = base, []
+    baseline = rng.shown(run.score("baseline", "val")) if rng is not None else None
+    if baseline is None or rng.span(baseline) == 0:
+        return [NAN] * len(run.experiments)
+    sign, denom = (1 if rng.direction == "higher" else -1), rng.span(baseline)
+    best, curve = baseline, []
     for node in run.experiments:
-        value = shown(node.primary) if is_ok(node) else None
+        value = rng.shown(node.primary) if is_ok(node) else None
         if value is not None and sign * (value - best) > 0:
             best = value
-        curve.append(sign * (best - base) / denom)
+        curve.append(sign * (best - baseline) / denom)
     return curve
 
 

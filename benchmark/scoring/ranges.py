@@ -35,6 +35,17 @@ class NIRange:
     source: str  # "manifest" or "fml:<FML-bench task>"
     transform: Callable[[float], float | None] | None = None
 
+    def shown(self, value: float | None) -> float | None:
+        """A score on the range's scale (after its transform); None when there it is missing or not finite."""
+        if value is None:
+            return None
+        value = self.transform(value) if self.transform is not None else value
+        return value if value is not None and math.isfinite(value) else None
+
+    def span(self, baseline: float) -> float:
+        """|p_best - p_worst| for a run whose baseline is `baseline` (on the range's scale); 0 is degenerate."""
+        return abs(self.best - (baseline if self.worst == BASELINE else self.worst))
+
     @property
     def label(self) -> str:
         worst = "baseline" if self.worst == BASELINE else f"{self.worst:g}"
