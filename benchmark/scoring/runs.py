@@ -33,11 +33,6 @@ class MetricInfo:
     target: float
     best_possible: float | None = None
 
-    @property
-    def sign(self) -> int:
-        """+1 when higher is better, -1 when lower is better."""
-        return 1 if self.direction == "higher" else -1
-
     def better(self, a: float, b: float) -> bool:
         return a > b if self.direction == "higher" else a < b
 
