@@ -45,6 +45,7 @@ class Outcome:
     metrics: dict[str, float] = field(default_factory=dict)
     primary: float | None = None
     bug_reason: str = ""  # empty when the run produced a valid score; shown to the agent
+    note: str = ""  # what the harness set aside from a valid score (non-finite secondary metrics)
 
     @property
     def ok(self) -> bool:
@@ -189,7 +190,12 @@ def _evaluate(prepared: PreparedTask, phase: str, executor: Executor, scratch: P
     if primary is None or not math.isfinite(primary):
         outcome.bug_reason = f"the evaluator gave no finite '{spec.metric.name}'"
         return
-    outcome.metrics, outcome.primary = metrics, primary
+    rejected = {k: v for k, v in metrics.items() if not math.isfinite(v)}  # never journaled as NaN/inf
+    if rejected:
+        outcome.note = ("the evaluator gave non-finite secondary metrics, left out of this node's metrics: "
+                        + ", ".join(f"{k}={v}" for k, v in sorted(rejected.items())))
+    outcome.metrics = {k: v for k, v in metrics.items() if k not in rejected}
+    outcome.primary = primary
 
 
 def _evaluator_reason(prepared: PreparedTask, stderr: bytes, result: JobResult, handed: Path, scratch: Path) -> str:

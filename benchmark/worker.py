@@ -143,6 +143,8 @@ class StepRunner:
         node.exit_code, node.timed_out, node.seconds = outcome.exit_code, outcome.timed_out, outcome.seconds
         node.stdout, node.stderr = self.blobs.put(outcome.stdout), self.blobs.put(outcome.stderr)
         node.metrics, node.primary, node.bug_reason = outcome.metrics, outcome.primary, outcome.bug_reason
+        if outcome.note:
+            node.feedback = "\n".join(filter(None, (node.feedback, outcome.note)))[:TEXT_LIMIT]
         node.status = OK if outcome.ok else BUGGY
 
     def store_call(self, call: Any, purpose: str = "") -> dict[str, Any]:
