@@ -15,6 +15,7 @@ import pytest
 from benchmark.errors import InfrastructureFailure
 from conftest import journal_records, run_cli, run_inprocess
 from llm_server import UNAUTHORIZED, UNAVAILABLE, StubLLMServer, ok
+from test_engine import CRASH
 
 SLOPE = """Plan: the data follow y = 3x, so use slope {new}.
 
@@ -24,14 +25,6 @@ params.json
 =======
   "slope": {new}
 >>>>>>> REPLACE
-"""
-CRASH = """Plan: try a different model.
-
-### FILE: model.py
-```python
-def predict(x, params):
-    raise RuntimeError("boom")
-```
 """
 RESUME = "; re-run the same command to resume"
 
