@@ -59,7 +59,8 @@ def _val(node: Node | None) -> float | None:
     return node.primary if node is not None else None
 
 
-def build(run: Run, status: str) -> dict[str, Any]:
+def build(run: Run, status: str, abort_cause: str | None = None) -> dict[str, Any]:
+    """The summary as of now; `status` is running, finished, interrupted or aborted (then with its cause)."""
     spec, counters, budget = run.spec, run.counters, run.budget
     baseline = run.store.get("0000") if "0000" in run.store else None
     best = run.store.best()
@@ -95,6 +96,8 @@ def build(run: Run, status: str) -> dict[str, Any]:
         "provenance": run.provenance,
         "updated_at": now(),
     }
+    if status == "aborted":
+        summary["abort_cause"] = abort_cause
     if run.executor.sandbox_mode == "none":
         summary["sandbox_warning"] = "experiments ran WITHOUT a sandbox: agent code could read hidden data"
     return summary
