@@ -476,22 +476,22 @@ def cpu_hog() -> Iterator[int]:
         hog.wait()
 
 
-@pytest.mark.parametrize("sandbox,use_cgroups", METERS)
+@pytest.mark.parametrize("sandbox,use_cgroups", [METERS[0], METERS[2]])
 def test_a_job_slowed_by_a_cpu_hog_is_not_killed(tmp_path: Path, cpu_hog: int, sandbox: str,
                                                   use_cgroups: bool) -> None:
     """Sharing its core with a hog, a job needs more wall time than its CPU limit, and is not killed for
     it; a job that needs more CPU time than its limit is, with the CPU reason."""
     with LocalExecutor(LocalExecutorConfig(sandbox=sandbox), use_cgroups=use_cgroups) as ex:
-        slowed, out, err = run(ex, make_job(tmp_path, WORK_THEN_EXIT, str(cpu_hog), "2.0", name="fits", timeout_s=3.0))
+        slowed, out, err = run(ex, make_job(tmp_path, WORK_THEN_EXIT, str(cpu_hog), "1.0", name="fits", timeout_s=1.5))
         assert slowed.ok, (slowed, err)
-        assert slowed.seconds > 3.0, "the hog did not slow the job (it shares the hog's core)"
-        assert slowed.clock == "cpu" and slowed.cpu_seconds < 3.0
+        assert slowed.seconds > 1.5, "the hog did not slow the job (it shares the hog's core)"
+        assert slowed.clock == "cpu" and slowed.cpu_seconds < 1.5
         assert float(out.split()[1]) <= slowed.cpu_seconds + 0.05  # what the job measured of itself
 
-        over, out, _ = run(ex, make_job(tmp_path, WORK_THEN_EXIT, str(cpu_hog), "1000", name="over", timeout_s=3.0))
+        over, out, _ = run(ex, make_job(tmp_path, WORK_THEN_EXIT, str(cpu_hog), "1000", name="over", timeout_s=1.5))
         assert over.timed_out and over.over_cpu_limit and over.exit_code is None and "done" not in out
-        assert over.cpu_seconds >= 3.0
-        assert over.time_problem(3.0) == f"over the CPU-time limit of 3 s (used {over.cpu_seconds:.1f} s)"
+        assert over.cpu_seconds >= 1.5
+        assert over.time_problem(1.5) == f"over the CPU-time limit of 1.5 s (used {over.cpu_seconds:.1f} s)"
 
 
 @pytest.mark.parametrize("sandbox,use_cgroups", METERS[1:])
@@ -505,10 +505,10 @@ def test_cpu_time_of_forked_workers_is_summed_without_cgroups(tmp_path: Path, sa
                 while True:
                     time.process_time()
         time.sleep(10 ** 6)
-    """, timeout_s=3.0)
+    """, timeout_s=2.0)
     with LocalExecutor(LocalExecutorConfig(sandbox=sandbox), use_cgroups=use_cgroups) as ex:
         result, _, _ = run(ex, job)
-    assert result.over_cpu_limit and result.cpu_seconds >= 3.0
+    assert result.over_cpu_limit and result.cpu_seconds >= 2.0
 
 
 def test_cpu_time_of_an_escaped_process_counts_without_sandbox_or_cgroups(tmp_path: Path) -> None:
