@@ -396,7 +396,7 @@ def _resolve_executable(argv0: str, workdir: Path, path: str) -> Optional[str]:
     return shutil.which(argv0, path=path)
 
 
-def _rlimits(job: Job, uid_share: int, cpu_limited: bool = False) -> list[tuple[int, int]]:
+def _rlimits(job: Job, uid_share: int, cpu_limited: bool) -> list[tuple[int, int]]:
     """(resource, value) pairs, clipped to the current hard limits (raising them is not allowed).
 
     RLIMIT_NPROC counts every process of the job's uid on the host, which `uid_share` jobs may
