@@ -184,6 +184,21 @@ def test_job_runs_in_its_own_cgroup_with_limits(tmp_path: Path) -> None:
 
 
 @needs_cgroups
+def test_job_cgroup_accounts_the_cpu_time_of_ended_processes() -> None:
+    group = JobCgroup.create(memory_bytes=1 << 30, max_pids=64)
+    assert group is not None
+    try:
+        if group.cpu_seconds() is None:
+            pytest.skip("no writable CPU accounting (cpuacct) here: jobs are measured from /proc")
+        worker = subprocess.Popen([sys.executable, "-c", "import time\nwhile time.process_time() < 0.3: pass"],
+                                  preexec_fn=group.join_from_child)
+        assert worker.wait(timeout=60) == 0
+        assert group.cpu_seconds() >= 0.3  # the worker is gone; its time stays
+    finally:
+        group.remove()
+
+
+@needs_cgroups
 def test_stale_cgroups_of_a_dead_harness_are_cleaned(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only cgroups that provably belong to a dead harness of this host are swept: same boot, same pid
     namespace, and the owner's pid is gone or reused by a later process. Others' are left alone."""

@@ -7,10 +7,10 @@ accounting (v1 `cpuacct.usage`, v2 `cpu.stat`) sums the CPU time of every proces
 it, the ended ones too, which is what a job's CPU-time limit is measured against.
 
 The job's cgroup is created *under the harness's own cgroup*, so whoever accounts for the harness
-keeps accounting for its jobs. Works with cgroup v1 (memory and pids hierarchies) and, where the
-controllers are delegated, v2. A hierarchy we cannot write (say cpuacct) is skipped: its limit
-falls back to what the caller does without a cgroup. Anything unwritable makes `JobCgroup.create` return None: callers
-then rely on rlimits alone.
+keeps accounting for its jobs. Works with cgroup v1 (memory, pids and cpuacct hierarchies) and,
+where the controllers are delegated, v2. A v1 hierarchy we cannot write is skipped (without cpuacct
+the caller reads CPU time from /proc instead). Anything unwritable makes `JobCgroup.create` return
+None: callers then rely on rlimits alone.
 """
 
 from __future__ import annotations
