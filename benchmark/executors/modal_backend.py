@@ -9,8 +9,8 @@ the job left running -> download the code dir and output dirs as a tar parsed as
 terminate the sandbox, always. Paths inside the sandbox equal host paths, as on every backend.
 
 Time limits are wall-clock here (`JobResult.clock` "wall", `cpu_seconds` None): Modal does not report
-a sandbox's CPU time, and each sandbox has its own reserved CPUs, so other load cannot slow a job
-the way it does on a shared local machine. The step limit is the exec's timeout; the sandbox's
+a sandbox's CPU time, and each sandbox is given the CPUs it requests (`resources.cpus`), so other
+jobs do not slow it the way they do on a shared local machine. The step limit is the exec's timeout; the sandbox's
 lifetime adds `lifetime_margin_s` for upload and download.
 
 Jobs marked `local_only` (the evaluator: it reads the hidden labels) never go to Modal; they run in
