@@ -52,6 +52,8 @@ class Node:
     exit_code: int | None = None
     timed_out: bool = False
     seconds: float = 0.0  # experiment wall time (sandbox run + evaluator)
+    cpu_seconds: float | None = None  # CPU time of the experiment's job, all its processes; None if unmeasured
+    clock: str = "wall"  # what the step limit and the compute budget measured: "cpu" or "wall" (budget.py)
     stdout: str = ""  # blob digests of the captured (capped) streams
     stderr: str = ""
     metrics: dict[str, float] = field(default_factory=dict)

@@ -86,6 +86,7 @@ def build(run: Run, status: str, abort_cause: str | None = None) -> dict[str, An
         "budget": {
             "limits": {"experiments": budget.steps, "compute_hours": budget.compute_hours, "usd": budget.usd,
                        "step_timeout_s": budget.step_timeout_s},
+            "clock": counters.clock or None,  # cpu: step_timeout_s and compute_hours are CPU time (budget.py)
             "used": {"experiments": counters.experiments, "compute_hours": round(counters.compute_s / 3600, 5),
                      "usd": round(run.usage.usd, 6), "tokens": run.usage.prompt_tokens + run.usage.completion_tokens,
                      "unknown_cost_calls": run.usage.unknown_cost_calls},
@@ -134,8 +135,9 @@ def progress(run: Run, node: Node) -> str:
     else:
         result = f"{node.status.replace('_', ' ')}: {node.feedback.splitlines()[0][:70] if node.feedback else ''}"
     cost = f" ${run.usage.usd:.4f}" if run.llm is not None else ""
+    cpu = f" (cpu {node.cpu_seconds:.1f}s)" if node.cpu_seconds is not None else ""
     return (f"[{node.id}] {node.operator:<8} <- {parents:<5} {result}  | best {_fmt(best.primary if best else None)}"
-            f"  exp {run.counters.experiments}/{run.budget.steps}  {node.seconds:.1f}s{cost}")
+            f"  exp {run.counters.experiments}/{run.budget.steps}  {node.seconds:.1f}s{cpu}{cost}")
 
 
 def render(summary: dict[str, Any]) -> str:

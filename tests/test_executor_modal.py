@@ -44,6 +44,7 @@ def no_modal_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 class TestConformanceStandIn(ExecutorConformance):
     isolated = True
     runs_on_harness_host = False
+    cpu_time_limits = False  # Modal limits wall-clock time and reports no CPU time
 
     @pytest.fixture
     def executor(self, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Executor]:

@@ -3,7 +3,8 @@
 A run's evaluations are its executed search nodes in arrival order, scored by their validation
 metric (what the agent saw) on the task's floor/target scale. Time fraction of evaluation i:
 tau_i = max(i / I, e_i / H), each clipped to [0, 1], with I the experiment budget and e_i the summed
-experiment seconds so far against H, the compute budget in seconds.
+experiment seconds so far against H, the compute budget in seconds (both CPU seconds where the run's
+limits were CPU time, benchmark/budget.py).
 
 Our manifests record floor and target on the hidden test only, so validation scores are placed on
 test-scale anchors; the columns that depend on them carry ON_TEST_ANCHORS in their names (IF and CES
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmark.budget import charged_seconds
 from benchmark.scoring.normalize import achievement
 from benchmark.scoring.runs import RunRecord, is_ok
 
@@ -31,7 +33,7 @@ def diagnostics(run: RunRecord) -> dict[str, Any]:
     limit_s = float(run.summary["budget"]["limits"].get("compute_hours") or 0) * 3600
     elapsed, taus, scores = 0.0, [], []
     for i, node in enumerate(steps, 1):
-        elapsed += float(node.seconds or 0.0)
+        elapsed += charged_seconds(float(node.seconds or 0.0), node.cpu_seconds, node.clock)
         tau = max(min(i / limit_i, 1.0), min(elapsed / limit_s, 1.0) if limit_s > 0 else 0.0)
         if is_ok(node):
             taus.append(tau)
