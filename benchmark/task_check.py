@@ -277,17 +277,16 @@ class _Checker:
         scores = record.test
         mean = statistics.fmean(scores)
         sd = statistics.stdev(scores) if len(scores) > 1 else 0.0
-        shown = (f"baseline test {', '.join(f'{s:.6g}' for s in scores)} on seeds "
-                 f"{', '.join(map(str, record.seeds))}: mean {mean:.6g}, SD {sd:.3g}")
+        spread = f"mean {mean:.6g}, SD {sd:.3g}" if len(scores) > 1 else "one seed, record more to measure the spread"
+        shown = f"baseline test {', '.join(f'{s:.6g}' for s in scores)} on {_seed_list(record.seeds)}: {spread}"
         reached = [seed for seed, score in zip(record.seeds, scores) if not metric.better(metric.target, score)]
         if reached or abs(metric.target - mean) <= SPREAD_SDS * sd:
-            why = (f"the baseline reaches it on seed{'s' * (len(reached) > 1)} {', '.join(map(str, reached))}"
-                   if reached else f"it is within {SPREAD_SDS:g} SD of their mean")
+            why = (f"the baseline reaches it on {_seed_list(reached)}" if reached
+                   else f"it is within {SPREAD_SDS:g} SD of their mean")
             raise _Warning(f"the target {metric.target:g} sits within the baseline's seed spread ({shown}; {why}): "
                            "a target the baseline reaches by luck of the seed is no target; set it to what a "
                            "research-level change reaches (docs/tasks.md, Headroom)")
-        one = " (one seed: record more to measure the spread)" if len(scores) == 1 else ""
-        return f"the target {metric.target:g} lies outside the baseline's seed spread ({shown}){one}"
+        return f"the target {metric.target:g} lies outside the baseline's seed spread ({shown})"
 
     def trivial(self, overlay: str) -> str:
         assert self.spec is not None
@@ -350,6 +349,10 @@ class _Checker:
 def _seed(spec: TaskSpec | None) -> int:
     """The seed the baseline runs with: the record's first, so the record can be compared; else 0."""
     return spec.baseline.seeds[0] if spec is not None and spec.baseline is not None else 0
+
+
+def _seed_list(seeds: Collection[int]) -> str:
+    return f"seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}"
 
 
 def _slack(floor: float, higher_is_better: bool) -> float:
