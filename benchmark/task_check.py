@@ -261,12 +261,13 @@ class _Checker:
             if not math.isclose(outcome.primary, recorded, rel_tol=RECORD_REL_TOL, abs_tol=RECORD_ABS_TOL):
                 difference = abs(outcome.primary - recorded) / max(abs(outcome.primary), abs(recorded))
                 problems.append(f"{phase} reproduced {outcome.primary!r}, recorded {recorded!r} "
-                                f"(relative difference {difference:.2g}, tolerance {RECORD_REL_TOL:g})")
+                                f"(relative difference {difference:.4g}, tolerance {RECORD_REL_TOL:g})")
         if problems:
-            raise _Failed(f"seed {record.seeds[0]} does not reproduce the record: {'; '.join(problems)}. "
-                          "If the task changed, record the reproduced values exactly as printed in task.yaml's "
-                          "baseline (every seed) and bump its version; if it did not, the score depends on the "
-                          "machine (thread counts, BLAS, library versions): pin what differs")
+            raise _Failed(f"seed {record.seeds[0]} does not reproduce the record: {'; '.join(problems)}. Record the "
+                          "reproduced values exactly as printed (re-measure every seed) in task.yaml's baseline, "
+                          "bumping its version if the task changed; if the record was exact and the task is "
+                          "unchanged, the score depends on the machine (thread counts, BLAS, library versions): "
+                          "pin what differs")
         return f"seed {record.seeds[0]} reproduces val {record.val[0]!r} and test {record.test[0]!r}"
 
     def target_spread(self) -> str:

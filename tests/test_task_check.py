@@ -116,7 +116,7 @@ def test_stale_baseline_record_fails_and_missing_record_is_skipped(tmp_path: Pat
     report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("determinism", "trivial"))
     row = next(r for r in report.rows if r.name == "baseline-record")
     assert row.status == FAIL and "seed 5 does not reproduce" in row.detail
-    assert f"test reproduced {TEST_MSE!r}, recorded 1.5 (relative difference 0.83, tolerance 0.0001)" in row.detail
+    assert f"test reproduced {TEST_MSE!r}, recorded 1.5 (relative difference 0.8311, tolerance 0.0001)" in row.detail
     assert "seed 5" in next(r for r in report.rows if r.name == "baseline-val").detail  # runs with the record's seed
 
     edit_manifest(task, baseline=None)
@@ -218,10 +218,10 @@ def test_a_hand_rounded_record_fails_with_both_values_in_full_precision(tmp_path
     report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("determinism", "trivial"))
     row = next(r for r in report.rows if r.name == "baseline-record")
     assert row.status == FAIL and report.failed == ["baseline-record"], report.table()
-    assert ("val reproduced 0.2832409972299165, recorded 0.2832 (relative difference 0.00014, tolerance 0.0001)"
+    assert ("val reproduced 0.2832409972299165, recorded 0.2832 (relative difference 0.0001447, tolerance 0.0001)"
             in row.detail), row.detail
     assert "test reproduced" not in row.detail
-    assert "record the reproduced values exactly as printed" in row.detail and "bump its version" in row.detail
+    assert "Record the reproduced values exactly as printed" in row.detail and "bumping its version" in row.detail
 
 
 def test_target_within_the_baseline_seed_spread_warns_without_failing(tmp_path: Path) -> None:
