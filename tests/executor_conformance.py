@@ -30,7 +30,7 @@ import pytest
 from benchmark.executors.base import CPU, WALL, Executor, Job, JobResult, Limits
 
 REPO = Path(__file__).resolve().parents[1]
-SLACK_S = 10.0  # generous margin for "returned within timeout + slack"
+SLACK_S = 30.0  # "returned within timeout + slack": the alternative is never; a loaded machine starts jobs slowly
 
 
 def make_job(
@@ -515,12 +515,12 @@ class ExecutorConformance:
             for i in range(200):
                 with open(f"fill{i}", "wb") as f:
                     f.write(b"x" * (1 << 20))
-            time.sleep(30)
-        """, disk_bytes=20 << 20, timeout_s=60)
+            time.sleep(600)
+        """, disk_bytes=20 << 20, timeout_s=600)
         t0 = time.monotonic()
         result, _, _ = run(executor, job)
         assert result.violation and "disk" in result.violation and not result.ok
-        assert time.monotonic() - t0 < 20, "the job must be stopped when it goes over, not at its timeout"
+        assert time.monotonic() - t0 < 120, "the job must be stopped when it goes over, not at its timeout"
 
     def test_hidden_path_inside_a_visible_dir_refuses_the_job(self, executor: Executor, tmp_path: Path) -> None:
         self.require_isolation()

@@ -21,7 +21,7 @@ from benchmark.agent_api import Action, OpContext
 from benchmark.commands import CommandResult, CommandRunner
 from benchmark.journal import BlobStore
 from benchmark.task import Budget, load_task
-from conftest import REPO, journal_records, run_cli, run_inprocess
+from conftest import HANG_TIMEOUT_S, REPO, journal_records, run_cli, run_inprocess
 from trees import Tree
 
 
@@ -241,7 +241,7 @@ def test_killed_react_run_resumes_the_same_conversation(toy, tmp_path: Path) -> 
     killed = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, str(REPO / "run_agent_benchmark.py"), *args, f"results_dir={killed}"],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + HANG_TIMEOUT_S
     while time.monotonic() < deadline and proc.poll() is None:
         journal = next(killed.glob("react/toy/*/journal.jsonl"), None)
         text = journal.read_text() if journal else ""

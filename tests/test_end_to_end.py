@@ -47,7 +47,7 @@ model.py
 
 def test_optuna_quick_start_through_the_cli(causality, tmp_path: Path) -> None:
     # the README's form: results_dir left at its relative default, resolved against the cwd
-    proc = run_cli("agent=optuna", "task=causality", "budget.steps=2", cwd=tmp_path, timeout=600)
+    proc = run_cli("agent=optuna", "task=causality", "budget.steps=2", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "[0002] tune" in proc.stdout and "hidden test" in proc.stdout and "results:" in proc.stdout
     (run_dir,) = (tmp_path / "results" / "optuna" / "causality").iterdir()

@@ -116,13 +116,14 @@ def test_answered_but_unusable_is_a_failed_call(llm_server: StubLLMServer, failu
 def test_hang_times_out_within_bound(llm_server: StubLLMServer) -> None:
     llm_server.always(HANG)
     client = LLMClient(stub_cfg(llm_server, timeout_s=0.5, max_retries=1, retry_backoff_s=0.01))
+    import litellm  # noqa: F401  the client imports it on first use: up to 30 s on a loaded machine, not the bound's
     started = time.monotonic()
     with pytest.raises(InfrastructureFailure) as raised:
         client.complete(MSGS)
     elapsed = time.monotonic() - started
     assert llm_server.hits == 2
     assert "Timeout" in raised.value.details["error"]
-    assert elapsed < (1 + 1) * 0.5 + 1.5, elapsed
+    assert elapsed < llm_server.hang_s / 2, elapsed  # gave up at timeout_s, never waited out the server's hang
 
 
 def test_empty_reply_then_success(llm_server: StubLLMServer) -> None:

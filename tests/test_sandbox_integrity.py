@@ -122,8 +122,8 @@ def test_hostile_code_is_contained_and_scores_are_unaffected(toy, listener, tmp_
     honest = "Plan: slope 3.\n\n### FILE: params.json\n```json\n{\"slope\": 3.0}\n```\n"
     summary, out = run_inprocess(
         "agent=greedy", "task=toy", f"results_dir={tmp_path / 'results'}", f"budget.steps={len(attacks) + 1}",
-        "budget.step_timeout_s=8", "agent.max_debug_depth=0",
-        # 8 CPU seconds per step; the sleeper is ended by the wall-clock backstop, 1 x 8 + 4 s
+        "budget.step_timeout_s=20", "agent.max_debug_depth=0",
+        # 20 CPU seconds per step; the sleeper is ended by the wall-clock backstop, 1 x 20 + 4 s
         "executor.wall_backstop_factor=1", "executor.wall_backstop_s=4",
         llm__mock_responses=[_reply(name, body) for name, body in attacks] + [honest])
     nodes = [r["node"] for r in journal_records(Path(summary["run_dir"])) if r["kind"] == "finished"]
