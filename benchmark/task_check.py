@@ -45,7 +45,7 @@ from benchmark.safefs import discard_tree
 from benchmark.task import TaskSpec, load_task
 from benchmark.workspace import CHECKSUM_FILE, PreparedTask, prepare
 
-VAL_SECONDS_LIMIT = 60.0  # the baseline's val phase must fit this on 2 CPU cores (issue 7)
+VAL_SECONDS_LIMIT = 60.0  # the baseline's val phase must fit this: CPU seconds where measured, else wall
 RECORD_REL_TOL = 1e-4  # a recorded baseline score reproduces when within this relative difference...
 RECORD_ABS_TOL = 1e-6  # ...or this absolute one (BLAS builds differ in the last digits)
 SPREAD_SDS = 2.0  # a target this many baseline-seed standard deviations from their mean is within seed noise
@@ -229,9 +229,10 @@ class _Checker:
         outcome = self._phase({}, "val", "baseline-val")
         self.val = outcome
         limit = self.val_seconds_limit
-        if limit is not None and outcome.seconds > limit:
-            raise _Failed(f"took {outcome.seconds:.1f}s, over the {limit:g}s a baseline val phase may take "
-                          "(on 2 CPU cores)")
+        # CPU time where the executor measures it (what the step limit binds), so machine load cannot fail it
+        used, clock = ((outcome.cpu_seconds, "CPU ") if outcome.cpu_seconds is not None else (outcome.seconds, ""))
+        if limit is not None and used > limit:
+            raise _Failed(f"took {used:.1f} {clock}s, over the {limit:g} s a baseline val phase may take")
         return f"{self._score(outcome)}, seed {_seed(self.spec)}"
 
     def determinism(self) -> str:
