@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import journal_records, run_cli, run_inprocess
 
 BAD_EDIT = """Plan: tune the learner.
@@ -61,6 +63,9 @@ def test_optuna_quick_start_through_the_cli(causality, tmp_path: Path) -> None:
     assert "causality" in scored.stdout and (tmp_path / "report" / "raw.csv").exists()
 
 
+# About a minute of CPU, and covered twice by default: the same operator sequence (failed edit, improve, crash,
+# debug) on toy in test_engine.py, and scripted edits of causality's baseline by aide in test_agents_end_to_end.py.
+@pytest.mark.slow
 def test_greedy_with_scripted_llm_edits_the_causality_baseline(causality, tmp_path: Path) -> None:
     summary, out = run_inprocess("agent=greedy", "task=causality", "budget.steps=3", f"results_dir={tmp_path}",
                                  llm__mock_responses=[BAD_EDIT, T_LEARNER, BUG, FIX])
