@@ -10,7 +10,8 @@ half the datasets linear with non-Gaussian or Gaussian noise, half nonlinear. Ev
 standardized (zero mean, unit variance), which removes the "varsortability" shortcut of simulated
 linear SEMs (Reisach et al. 2021: raw variances grow along the causal order). Validation and test
 use different graphs drawn from the same family, and each split numbers its datasets in its own seeded
-order, so a dataset's number (or the order the driver visits it in) does not tell its SEM type. Layout written under --out:
+order, so a dataset's number (or the order the driver visits it in) does not tell its SEM type.
+Layout written under --out:
 
     public/val/<dataset>.csv             x0..x{d-1}, one row per sample       (agent-visible)
     test_inputs/test/<dataset>.csv       same format                           (final test phase only)
