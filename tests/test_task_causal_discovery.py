@@ -62,8 +62,8 @@ def test_prepare_is_deterministic_and_graphs_are_dags(prepared, tmp_path):
 def test_dataset_numbers_do_not_reveal_the_sem_type(prepared):
     """Each split numbers its datasets in its own seeded order: neither the number nor the driver's call
     order (which follows it) tells a dataset's SEM, and knowing val's order says nothing about test's."""
-    orders = {phase: pd.read_csv(prepared.labels_dir / f"{phase}_datasets.csv").sort_values("dataset")["sem"].tolist()
-              for phase in ("val", "test")}
+    tables = {phase: pd.read_csv(prepared.labels_dir / f"{phase}_datasets.csv") for phase in ("val", "test")}
+    orders = {phase: table.sort_values("dataset")["sem"].tolist() for phase, table in tables.items()}
     generation_order = [f"{method}-{sem}" for method, sem in cd_prepare.SEMS]
     assert sorted(orders["val"]) == sorted(orders["test"]) == sorted(generation_order)
     assert orders["val"] != orders["test"]
