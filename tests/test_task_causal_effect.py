@@ -159,7 +159,7 @@ def test_baseline_reproduces_its_recorded_seed(prepared, tmp_path):
     for phase, recorded in (("val", spec.baseline.val[0]), ("test", spec.baseline.test[0])):
         outcome, _ = run_sandboxed(prepared, {}, phase, tmp_path, seed=seed)
         assert outcome.ok, outcome.bug_reason
-        assert outcome.primary == pytest.approx(recorded, rel=1e-9)
+        assert outcome.primary == pytest.approx(recorded, rel=1e-6)  # LightGBM builds differ in the last digits
         assert spec.metric.better(outcome.primary, spec.metric.floor)
 
 
