@@ -268,3 +268,23 @@ def test_public_data_hides_outcomes_of_val_and_test_units(prepared: ws.PreparedT
     assert sum(map(len, units)) == 747 and train["rep"].nunique() == 10
     description = (TASK_DIR / "description.md").read_text()
     assert "labels" not in description and "test_inputs" not in description and "evaluate.py" not in description
+
+
+# --- the target and the knob surface ---------------------------------------------------------------------------
+
+def test_reference_solution_reaches_the_target(prepared: ws.PreparedTask, spec: TaskSpec, tmp_path: Path) -> None:
+    """checks.reference (the well-specified surface-B fit) scores the target or better on the hidden test."""
+    reference = TASK_DIR / spec.checks.reference
+    files = {p.name: p.read_text() for p in reference.iterdir() if p.is_file()}
+    code = code_copy(prepared, tmp_path / "code", files)
+    result, _ = run_driver(code, "--phase", "test", "--data", str(prepared.public_dir), "--test-inputs",
+                           str(prepared.test_inputs_dir), "--out", str(tmp_path / "out"),
+                           timeout=spec.budget.final_test_timeout_s())
+    assert result.returncode == 0, result.stderr
+    pehe = score("test", tmp_path / "out", prepared, tmp_path)["pehe"]
+    assert spec.metric.best_possible < pehe <= spec.metric.target
+
+
+def test_every_params_value_is_a_declared_knob(spec: TaskSpec) -> None:
+    params = json.loads((TASK_DIR / "baseline" / "params.json").read_text())
+    assert set(params) == set(spec.knobs.space)
