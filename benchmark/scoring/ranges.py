@@ -94,6 +94,12 @@ UNMAPPED = {
     ("unlearning", "unlearning_score"): "FML-bench's unlearning row scores -log10 of a KS p-value relative to "
                                         "the baseline; our unlearning_score (retain accuracy x (1 - attack gap), "
                                         "in [0, 1]) is no p-value, so neither that transform nor that range applies",
+    ("fairness", "accuracy_at_parity"): "FML-bench's fairness rows score a parity difference (lower is better, "
+                                        "worst 1); fairness 2.x scores the accuracy of decisions that pass a "
+                                        "parity audit, a quantity none of its rows measures",
+    ("ood-detection", "fpr_at_95_tpr"): "FML-bench's OOD row scores AUROC (higher is better, worst 0); "
+                                        "ood_detection 2.x scores FPR at 95% TPR, a quantity none of its rows "
+                                        "measures",
 }
 
 
