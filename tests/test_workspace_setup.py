@@ -354,6 +354,8 @@ def test_setup_cli_bad_manifest_is_one_line(tmp_path: Path) -> None:
     assert listed.returncode == 0 and "badtask" in listed.stdout and "invalid manifest" in listed.stdout
 
 
+# Slow: it prepares every built-in task (half a minute of CPU); `.ci/run` runs `setup.py --all` before the tests.
+@pytest.mark.slow
 def test_setup_cli_all_prepares_every_task(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
     tiny_task(tasks, name="tinyall")
