@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import HANG_TIMEOUT_S
 from task_testkit import (evaluate_ok, evaluator_module, overlay, prepare_task, rejects_inprocess, run_sandboxed,
                           searcher, task_dir, task_module)
 
@@ -183,7 +184,8 @@ def test_driver_rejects_bad_graphs(prepared, tmp_path, body, reason):
     shutil.copytree(prepared.baseline_dir, code)
     (code / "model.py").write_text(f"import numpy as np\ndef discover(x, params):\n    {body}\n")
     result = subprocess.run([sys.executable, "driver.py", "--phase", "val", "--data", str(prepared.public_dir),
-                             "--out", str(tmp_path / "out")], cwd=code, capture_output=True, text=True, timeout=60)
+                             "--out", str(tmp_path / "out")], cwd=code, capture_output=True, text=True,
+                            timeout=HANG_TIMEOUT_S)
     assert result.returncode == 1 and reason in result.stderr, result.stderr
     assert not (tmp_path / "out" / "predictions.csv").exists()
 
