@@ -278,8 +278,7 @@ def test_reference_solution_reaches_the_target(prepared: ws.PreparedTask, spec: 
     files = {p.name: p.read_text() for p in reference.iterdir() if p.is_file()}
     code = code_copy(prepared, tmp_path / "code", files)
     result, _ = run_driver(code, "--phase", "test", "--data", str(prepared.public_dir), "--test-inputs",
-                           str(prepared.test_inputs_dir), "--out", str(tmp_path / "out"),
-                           timeout=spec.budget.final_test_timeout_s())
+                           str(prepared.test_inputs_dir), "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     pehe = score("test", tmp_path / "out", prepared, tmp_path)["pehe"]
     assert spec.metric.best_possible < pehe <= spec.metric.target

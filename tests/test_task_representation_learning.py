@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import HANG_TIMEOUT_S
 from tests.task_helpers import (REPO, code_copy, evaluator_module, prepare_again, prepared_digest, prepared_task,
                                 run_driver, run_evaluator, sandboxed_phase)
 
@@ -140,7 +141,7 @@ def test_driver_pins_the_kernels_so_embeddings_do_not_depend_on_the_machine(prep
         code = code_copy(prepared, tmp_path / f"code{i}", files)
         result = subprocess.run([sys.executable, "driver.py", "--phase", "val", "--data", str(prepared.public_dir),
                                  "--out", str(tmp_path / f"out{i}")], cwd=code, capture_output=True, text=True,
-                                timeout=600, env={**env, "CUDA_VISIBLE_DEVICES": ""})
+                                timeout=HANG_TIMEOUT_S, env={**env, "CUDA_VISIBLE_DEVICES": ""})
         assert result.returncode == 0, result.stderr
         written.append((tmp_path / f"out{i}" / "embeddings.csv").read_bytes())
     assert written[0] == written[1]
