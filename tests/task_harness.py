@@ -19,11 +19,15 @@ from pathlib import Path
 from types import ModuleType
 
 from benchmark import workspace as ws
+from benchmark.executors.sandbox import THREAD_ENV
 from benchmark.task import TaskSpec, load_task
 
 from conftest import HANG_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[1]
+# One thread for every math library, as the sandbox sets for a one-CPU job: BLAS results depend on the
+# thread count, so a record measured in the sandbox reproduces here only on the same count, on any machine.
+ONE_THREAD_ENV = {name: "1" for name in THREAD_ENV}
 
 
 def task_dir(name: str) -> Path:
@@ -64,14 +68,14 @@ def run_driver(code: Path, phase: str, prepared: ws.PreparedTask, out: Path, see
     if phase == "test" and "{test_inputs}" in " ".join(prepared.spec.phases["test"]):
         argv += ["--test-inputs", str(prepared.test_inputs_dir)]
     return subprocess.run(argv, cwd=code, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+                          env={**os.environ, **ONE_THREAD_ENV})
 
 
 def run_evaluator(spec: TaskSpec, phase: str, predictions: Path, labels: Path, metrics: Path,
                   timeout: float = HANG_TIMEOUT_S) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(spec.task_dir / "evaluate.py"), "--phase", phase,
                            "--predictions-dir", str(predictions), "--labels", str(labels), "--metrics", str(metrics)],
-                          capture_output=True, text=True, timeout=timeout, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                          capture_output=True, text=True, timeout=timeout, env={**os.environ, **ONE_THREAD_ENV})
 
 
 def load_evaluator(spec: TaskSpec) -> ModuleType:

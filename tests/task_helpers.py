@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 from conftest import HANG_TIMEOUT_S
+from tests.task_harness import ONE_THREAD_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -37,7 +38,7 @@ def code_copy(prepared, dest: Path, files: dict[str, str] | None = None) -> Path
 
 def run_driver(code: Path, *args: str, timeout: float = HANG_TIMEOUT_S) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "driver.py", *args], cwd=code, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""})
+                          timeout=timeout, env={**os.environ, **ONE_THREAD_ENV, "CUDA_VISIBLE_DEVICES": ""})
 
 
 def evaluator_module(task: str) -> ModuleType:
