@@ -57,6 +57,18 @@ def test_prepared_data_val_and_test_ood_sources_differ(prepared: ws.PreparedTask
     assert prep.FAR_OOD_IMAGE["val"] != prep.FAR_OOD_IMAGE["test"]
 
 
+@pytest.mark.parametrize("phase", ["val", "test"])
+def test_pixel_statistics_alone_do_not_flag_the_photograph_patches(prepared: ws.PreparedTask, phase: str) -> None:
+    """Each far-OOD patch carries a real digit's pixel values: brightness, spread and blank pixels are no tell."""
+    from sklearn.metrics import roc_auc_score
+
+    inputs = prepared.public_dir / "val_inputs.csv" if phase == "val" else prepared.test_inputs_dir / "test_inputs.csv"
+    frame = pd.read_csv(inputs).merge(pd.read_csv(prepared.labels_dir / f"{phase}.csv"), on="id").query("kind != 'near'")
+    x, is_far = frame[PIXELS].to_numpy(float), (frame["kind"] == "far").to_numpy()
+    for statistic in (np.linalg.norm(x, axis=1), x.mean(axis=1), (x > 0).mean(axis=1), x.max(axis=1), x.std(axis=1)):
+        assert abs(roc_auc_score(is_far, statistic) - 0.5) < 0.1
+
+
 def test_ids_and_row_order_carry_no_label_information(prepared: ws.PreparedTask, ev) -> None:
     val = pd.read_csv(prepared.public_dir / "val_inputs.csv")
     for scores in (val["id"].to_numpy(float), np.arange(len(val), dtype=float)):
