@@ -4,9 +4,10 @@
 
 Prepares the task (in $RESEARCHBENCH_WORKSPACE or --workspace), runs each phase through
 `benchmark.experiment.run_phase` with the local executor (bwrap where available), and prints every
-score and its wall time (sandbox run + evaluator), then the mean and sd per phase and
-the `baseline:` record to paste into the manifest. `--overlay` lays a folder of editable files over
-the baseline (a trivial predictor, a reference solution). Timings on a shared machine are inflated:
+score and its wall time (sandbox run + evaluator), then the mean and sd per phase and the `baseline:`
+record to paste into the manifest, in exact values (a record rounded by hand fails `--check`'s
+comparison). `--overlay` lays a folder of editable files over the baseline (a trivial predictor, a
+reference solution). Timings on a shared machine are inflated:
 report CPU seconds alongside (`/usr/bin/time -v python driver.py ...` in a copy of the baseline:
 sandboxed jobs are not this process's children, so their CPU time is not visible here).
 """
@@ -60,10 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     for phase, values in scores.items():
         sd = statistics.stdev(values) if len(values) > 1 else 0.0
         print(f"{phase}: mean {statistics.fmean(values):.4f} sd {sd:.4f} over seeds {args.seeds}")
-    print("baseline:")
+    print("baseline:  # exact values: `--check` compares the first seed's with a relative tolerance of 1e-4")
     print(f"  seeds: {args.seeds}")
     for phase, values in scores.items():
-        print(f"  {phase}: [{', '.join(f'{v:.4f}' for v in values)}]")
+        print(f"  {phase}: [{', '.join(repr(float(v)) for v in values)}]")
     return 0
 
 

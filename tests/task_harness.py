@@ -21,6 +21,8 @@ from types import ModuleType
 from benchmark import workspace as ws
 from benchmark.task import TaskSpec, load_task
 
+from conftest import HANG_TIMEOUT_S
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -56,7 +58,7 @@ def with_params(prepared: ws.PreparedTask, **updates: object) -> str:
 
 
 def run_driver(code: Path, phase: str, prepared: ws.PreparedTask, out: Path, seed: int = 0,
-               timeout: float = 300) -> subprocess.CompletedProcess:
+               timeout: float = HANG_TIMEOUT_S) -> subprocess.CompletedProcess:
     argv = [sys.executable, "driver.py", "--phase", phase, "--data", str(prepared.public_dir), "--out", str(out),
             "--seed", str(seed)]
     if phase == "test" and "{test_inputs}" in " ".join(prepared.spec.phases["test"]):
@@ -66,7 +68,7 @@ def run_driver(code: Path, phase: str, prepared: ws.PreparedTask, out: Path, see
 
 
 def run_evaluator(spec: TaskSpec, phase: str, predictions: Path, labels: Path, metrics: Path,
-                  timeout: float = 600) -> subprocess.CompletedProcess:
+                  timeout: float = HANG_TIMEOUT_S) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(spec.task_dir / "evaluate.py"), "--phase", phase,
                            "--predictions-dir", str(predictions), "--labels", str(labels), "--metrics", str(metrics)],
                           capture_output=True, text=True, timeout=timeout, env={**os.environ, "OMP_NUM_THREADS": "1"})

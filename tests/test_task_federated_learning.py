@@ -125,18 +125,24 @@ def server_aggregate(model, updates, sizes, server_state, params, device):
     return {"round": model["round"] + 1}, {"round": model["round"] + 1}
 
 def predict(model, x, params, device):
-    assert model["round"][0] == 10, f"{model['round'][0]} rounds instead of 10"
+    assert model["round"][0] == params["rounds"], f"{model['round'][0]} rounds instead of {params['rounds']}"
     return np.zeros(len(x), dtype=int)
 '''
 
 
-def test_driver_owns_rounds_isolates_clients_and_locks_out_data(prepared, tmp_path: Path) -> None:
-    params = json.dumps({"data": str(prepared.public_dir)})
+@pytest.mark.parametrize("rounds", [1, 3], ids=["the-task", "states-across-rounds"])
+def test_driver_owns_rounds_isolates_clients_and_locks_out_data(prepared, tmp_path: Path, rounds: int) -> None:
+    """The task has one round; a copy of the driver with three checks that private states go back to
+    their owner only, so the machinery stays right for a later version with more rounds."""
+    params = json.dumps({"data": str(prepared.public_dir), "rounds": rounds})
     code = code_copy(prepared, tmp_path / "code", {"fedlearn.py": HOSTILE_FEDLEARN, "params.json": params})
+    driver = (code / "driver.py").read_text()
+    assert "\nROUNDS = 1 " in driver
+    (code / "driver.py").write_text(driver.replace("\nROUNDS = 1 ", f"\nROUNDS = {rounds} "))
     result = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     assert "LEAK" not in result.stdout + result.stderr
-    assert "after 10 rounds (112 isolated calls)" in result.stdout
+    assert f"after {rounds} round(s) ({1 + 11 * rounds + 1} isolated calls)" in result.stdout
     assert set(pd.read_csv(tmp_path / "out" / "predictions.csv")["label"]) == {0}
 
 
@@ -158,7 +164,7 @@ def test_isolation_module_is_the_same_as_continual_learnings() -> None:
 
 def test_description_states_the_limits() -> None:
     text = (TASK_DIR / "description.md").read_text()
-    assert "5,000 per message" in text and "10 rounds" in text and "Dirichlet(0.1)" in text
+    assert "5,000 per message" in text and "**one round**" in text and "Dirichlet(0.1)" in text
     assert "labels/" not in text and "evaluate.py" not in text
 
 

@@ -6,12 +6,17 @@ goes through the sandbox and is marked slow.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import HANG_TIMEOUT_S
 from tests.task_helpers import (REPO, code_copy, evaluator_module, prepare_again, prepared_digest, prepared_task,
                                 run_driver, run_evaluator, sandboxed_phase)
 
@@ -116,6 +121,30 @@ def test_driver_rejects_oversized_embeddings(prepared, tmp_path: Path) -> None:
     result = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(tmp_path / "out"))
     assert result.returncode == 1 and "1 <= d <= 32" in result.stderr, result.stderr
     assert not (tmp_path / "out" / "embeddings.csv").exists()
+
+
+PORTABLE = {"ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "OMP_NUM_THREADS", "MKL_NUM_THREADS"}
+
+
+def test_driver_pins_the_kernels_so_embeddings_do_not_depend_on_the_machine(prepared, tmp_path: Path) -> None:
+    """Instruction sets and thread counts change torch's and MKL's rounding, and training grows it into a
+    different encoder (0.8067 on one machine, 0.8233 on another, before the pin). Runs that start with
+    the lowest instruction sets and one thread, and with the machine's own and three threads, write
+    the same bytes. The reference's convolutional encoder (one epoch) exercises convolutions too."""
+    files = {"encoder.py": (TASK_DIR / "reference" / "encoder.py").read_text(),
+             "params.json": json.dumps({"epochs": 1, "max_shift": 4})}
+    machine = {k: v for k, v in os.environ.items() if k not in PORTABLE}
+    settings = [{**machine, "ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41",
+                 "OMP_NUM_THREADS": "1"}, {**machine, "OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "3"}]
+    written = []
+    for i, env in enumerate(settings):
+        code = code_copy(prepared, tmp_path / f"code{i}", files)
+        result = subprocess.run([sys.executable, "driver.py", "--phase", "val", "--data", str(prepared.public_dir),
+                                 "--out", str(tmp_path / f"out{i}")], cwd=code, capture_output=True, text=True,
+                                timeout=HANG_TIMEOUT_S, env={**env, "CUDA_VISIBLE_DEVICES": ""})
+        assert result.returncode == 0, result.stderr
+        written.append((tmp_path / f"out{i}" / "embeddings.csv").read_bytes())
+    assert written[0] == written[1]
 
 
 def test_description_states_the_limits() -> None:

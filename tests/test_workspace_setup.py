@@ -20,6 +20,7 @@ import yaml
 from benchmark import workspace as ws
 from benchmark.errors import UserError
 from benchmark.task import Requirement, TaskSpec, load_task
+from conftest import HANG_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[1]
 CAUSALITY = REPO / "ml_tasks" / "causality"
@@ -307,7 +308,7 @@ def setup_cli(*args: str, workspace: Path, tasks_path: Path | None = None) -> su
     if tasks_path is not None:
         env["RESEARCHBENCH_TASKS_PATH"] = os.pathsep.join(filter(None, [str(tasks_path), env.get("RESEARCHBENCH_TASKS_PATH")]))
     return subprocess.run([sys.executable, str(REPO / "setup.py"), *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_TIMEOUT_S)
 
 
 def test_setup_cli_prepare_rerun_corrupt_redo(tmp_path: Path) -> None:
@@ -353,6 +354,8 @@ def test_setup_cli_bad_manifest_is_one_line(tmp_path: Path) -> None:
     assert listed.returncode == 0 and "badtask" in listed.stdout and "invalid manifest" in listed.stdout
 
 
+# Slow: it prepares every built-in task (half a minute of CPU); `.ci/run` runs `setup.py --all` before the tests.
+@pytest.mark.slow
 def test_setup_cli_all_prepares_every_task(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
     tiny_task(tasks, name="tinyall")

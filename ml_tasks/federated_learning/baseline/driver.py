@@ -5,8 +5,8 @@
 
 The harness restores this file (and isolation.py) before every run. It owns the federation:
 
-- ROUNDS communication rounds; in each, CLIENTS_PER_ROUND of the N_CLIENTS clients, drawn by the
-  driver from the run's seed, train on their own shard;
+- ROUNDS communication rounds (one: communication is the bottleneck); in each, CLIENTS_PER_ROUND of
+  the N_CLIENTS clients, drawn by the driver from the run's seed, train on their own shard;
 - every agent call (`init_model`, `client_update`, `server_aggregate`, `predict` from the editable
   fedlearn.py) runs in a fresh child process (isolation.py) that holds only what that party may see:
   a client its own shard, the broadcast model and its own private state; the server the updates,
@@ -36,7 +36,7 @@ from isolation import (DriverError, IsolationError, as_arrays, as_labels, load_a
                        pick_device, read_npz, read_params, run_isolated, seed_everything, warm_up_torch)  # noqa: E402
 
 N_CLIENTS = 10
-ROUNDS = 10
+ROUNDS = 1  # one-shot: each client sends one message, the server answers with the final model
 CLIENTS_PER_ROUND = 10  # full participation: every client in every round
 MESSAGE_BUDGET = 5_000  # numbers in the broadcast model and in each client's update
 CLIENT_STATE_BUDGET = 5_000  # numbers a client keeps between its rounds (private to it)
@@ -203,7 +203,7 @@ def run(phase: str, data: Path, inputs_path: Path, out: Path, seed: int) -> int:
     rows = [f"{i},{label}" for i, label in zip(eval_inputs["id"].tolist(), labels.tolist())]
     tmp.write_text("id,label\n" + "\n".join(rows) + "\n")
     os.replace(tmp, out / "predictions.csv")
-    print(f"[{phase}] wrote predictions after {ROUNDS} rounds ({federation.calls} isolated calls) in "
+    print(f"[{phase}] wrote predictions after {ROUNDS} round(s) ({federation.calls} isolated calls) in "
           f"{time.perf_counter() - started:.1f} s", flush=True)
     return 0
 
