@@ -87,39 +87,19 @@ def load_evaluator(spec: TaskSpec) -> ModuleType:
     return module
 
 
-def sandboxed_scores(prepared: ws.PreparedTask, files: dict[str, str], tmp: Path, seed: int,
-                     phases: tuple[str, ...] = ("val", "test")) -> list[float]:
-    """The primary score of each phase run exactly as an experiment runs it (local sandbox + evaluator)."""
+def reproduce_seed(prepared: ws.PreparedTask, tmp: Path, index: int = 0) -> tuple[float, float]:
+    """Re-run the recorded baseline's val and test phases for its `index`-th seed in the sandbox."""
     from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
     from benchmark.experiment import run_phase
 
     spec = prepared.spec
+    assert spec.baseline is not None
+    seed = spec.baseline.seeds[index]
+    files = {rel: data.decode() for rel, data in prepared.baseline_files().items() if spec.is_editable(rel)}
     scores = []
     with LocalExecutor(LocalExecutorConfig(sandbox="auto")) as executor:
-        for phase in phases:
-            timeout = spec.budget.step_timeout_s if phase == "val" else spec.budget.final_test_timeout_s()
+        for phase, timeout in (("val", spec.budget.step_timeout_s), ("test", spec.budget.final_test_timeout_s())):
             outcome = run_phase(prepared, files, phase, executor, tmp / phase, timeout, seed)
             assert outcome.ok, outcome.bug_reason
             scores.append(outcome.primary)
-    return scores
-
-
-def reproduce_seed(prepared: ws.PreparedTask, tmp: Path, index: int = 0) -> tuple[float, float]:
-    """Re-run the recorded baseline's val and test phases for its `index`-th seed in the sandbox."""
-    spec = prepared.spec
-    assert spec.baseline is not None
-    files = {rel: data.decode() for rel, data in prepared.baseline_files().items() if spec.is_editable(rel)}
-    val, test = sandboxed_scores(prepared, files, tmp, spec.baseline.seeds[index])
-    return val, test
-
-
-def reference_reaches_target(prepared: ws.PreparedTask, tmp: Path) -> float:
-    """The manifest's reference overlay on the hidden test (first baseline seed); asserts it reaches the target."""
-    from benchmark.task_check import overlay_files
-
-    spec = prepared.spec
-    assert spec.checks.reference is not None and spec.baseline is not None
-    (test,) = sandboxed_scores(prepared, overlay_files(spec, spec.checks.reference), tmp, spec.baseline.seeds[0],
-                               phases=("test",))
-    assert not spec.metric.better(spec.metric.target, test), f"reference scored {test}, target {spec.metric.target}"
-    return test
+    return scores[0], scores[1]

@@ -12,8 +12,8 @@ import pytest
 
 from benchmark import workspace as ws
 from benchmark.task import TaskSpec
-from tests.task_harness import (code_copy, load_evaluator, prepare_into, reference_reaches_target, reproduce_seed,
-                                run_driver, spec_of, with_params)
+from tests.task_harness import (code_copy, load_evaluator, prepare_into, reproduce_seed, run_driver, spec_of,
+                                with_params)
 
 NAME = "semi_supervised"
 PIXELS = [f"p{i}" for i in range(64)]
@@ -143,8 +143,3 @@ def test_labels_alone_and_the_baseline_leave_the_scale_open(prepared: ws.Prepare
     assert run_driver(code, "val", prepared, tmp_path / "out").returncode == 0
     supervised = ev.evaluate("val", tmp_path / "out", prepared.labels_dir)["accuracy"]
     assert supervised < spec.baseline.val[0] < spec.metric.target - 0.2
-
-
-@pytest.mark.slow
-def test_reference_reaches_the_target(prepared: ws.PreparedTask, tmp_path: Path) -> None:
-    reference_reaches_target(prepared, tmp_path)

@@ -16,6 +16,8 @@ seeds, so two runs write the same bytes. Pixels are integers 0..16 (the digits' 
 Sources of each evaluation set (disjoint images; ids are a seeded relabelling):
     val:  ID = held-out digits 0-4; near-OOD = digits 5, 6, 7; far-OOD = 8x8 patches of china.jpg
     test: ID = other held-out digits 0-4; near-OOD = digits 8, 9; far-OOD = 8x8 patches of flower.jpg
+Each far-OOD patch carries the pixel values of a random digit image (any class), rearranged in the
+patch's own brightness order, so pixel statistics alone cannot tell it from a digit.
 """
 
 from __future__ import annotations
@@ -35,17 +37,21 @@ ID_FRACTIONS = (0.6, 0.2, 0.2)  # train / val / test of the in-distribution digi
 PIXELS = [f"p{i}" for i in range(64)]
 
 
-def image_patches(image: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
-    """`count` random 32x32 grey crops, block-averaged to 8x8 and stretched to the digits' 0..16 range."""
+def image_patches(image: np.ndarray, count: int, rng: np.random.Generator, digits: np.ndarray) -> np.ndarray:
+    """`count` random 32x32 grey crops, block-averaged to 8x8, each given the pixel values of a random digit.
+
+    The patch keeps its own spatial order (its brightest pixel gets the digit's largest value, and so on),
+    so its histogram, mean, norm and share of zero pixels are those of a real digit: only shape tells it
+    apart. (Stretching the patch to 0..16 instead left it with few zero pixels, which alone flagged it.)
+    """
     grey = image.astype(np.float64).mean(axis=2)
     out = np.empty((count, 64), dtype=np.int64)
     for k in range(count):
         r = rng.integers(0, grey.shape[0] - 32)
         c = rng.integers(0, grey.shape[1] - 32)
-        small = grey[r:r + 32, c:c + 32].reshape(8, 4, 8, 4).mean(axis=(1, 3))
-        lo, hi = small.min(), small.max()
-        small = (small - lo) / (hi - lo) if hi > lo else np.zeros_like(small)
-        out[k] = np.rint(16 * small).ravel().astype(np.int64)
+        small = grey[r:r + 32, c:c + 32].reshape(8, 4, 8, 4).mean(axis=(1, 3)).ravel()
+        values = np.sort(digits[rng.integers(len(digits))])
+        out[k, np.argsort(small + 1e-9 * rng.random(64), kind="stable")] = values  # random tie-breaks
     return out
 
 
@@ -70,7 +76,7 @@ def build(out: Path) -> None:
         near = np.concatenate([rng.permutation(np.flatnonzero(labels == c)) for c in NEAR_OOD[phase]])
         near = rng.permutation(near)[:n_id]
         parts[phase].append((images[near], np.full(len(near), -1), "near"))
-        far = image_patches(samples[FAR_OOD_IMAGE[phase]], n_id, rng)
+        far = image_patches(samples[FAR_OOD_IMAGE[phase]], n_id, rng, images)
         parts[phase].append((far, np.full(n_id, -1), "far"))
 
     total = sum(len(x) for chunks in parts.values() for x, _, _ in chunks)

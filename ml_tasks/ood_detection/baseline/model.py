@@ -1,8 +1,7 @@
 """Baseline: maximum softmax probability (Hendrycks & Gimpel, 2017) of a small torch MLP classifier.
 
 fit() trains a ReLU MLP on the in-distribution digits (classes 0-4); score() returns an OOD score,
-higher = more likely out of distribution: 1 - the largest softmax probability of the logits divided
-by `temperature` (temperature scaling as in ODIN, Liang et al. 2018).
+higher = more likely out of distribution: 1 - the largest softmax probability.
 Everything here may be changed, within the rules in the task description.
 """
 
@@ -35,11 +34,11 @@ def fit(x: np.ndarray, y: np.ndarray, params: dict, device: str) -> dict:
             opt.zero_grad()
             loss.backward()
             opt.step()
-    return {"net": net.eval(), "device": device, "temperature": float(params["temperature"])}
+    return {"net": net.eval(), "device": device}
 
 
 def score(detector: dict, x: np.ndarray) -> np.ndarray:
     """One OOD score per image (higher = more likely OOD); must not depend on the other images."""
     with torch.no_grad():
         logits = detector["net"](torch.from_numpy(x).to(detector["device"])).cpu().double()
-    return (1.0 - torch.softmax(logits / detector["temperature"], dim=1).max(dim=1).values).numpy()
+    return (1.0 - torch.softmax(logits, dim=1).max(dim=1).values).numpy()
