@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 from benchmark.errors import UserError
+from benchmark.scoring.keys import GROUP_KEYS
+from benchmark.scoring.ranges import MODES
 
 
 def _names(values: list[str] | None) -> list[str]:
@@ -26,11 +28,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", help="only the tasks of this suite (ml_tasks/suites.yaml), e.g. lite")
     parser.add_argument("--budget", help="only runs with this budget (a label such as 50exp/$10/24h, or a count)")
     parser.add_argument("--include-unfinished", action="store_true",
-                        help="also score runs still running or interrupted (no hidden-test score yet)")
-    parser.add_argument("--group-by", default="agent,task,budget,config",
-                        help="group keys for the seeds table (default agent,task,budget,config)")
+                        help="also score runs still running or interrupted (no hidden-test score yet); "
+                             "runs aborted by an outage are never scored")
+    parser.add_argument("--repeats-independent", action="store_true",
+                        help="count runs that repeat a seed with the same settings as separate trials "
+                             "(default: one trial, the latest)")
+    parser.add_argument("--group-by", default=",".join(GROUP_KEYS),
+                        help=f"group keys for the seeds table (default {','.join(GROUP_KEYS)})")
     parser.add_argument("--compare", nargs=2, metavar=("AGENT_A", "AGENT_B"),
                         help="paired comparison of two agents over the tasks and seeds both ran")
+    parser.add_argument("--ranges", choices=MODES, default="manifest",
+                        help="normalized-improvement ranges: manifest (our floor and best_possible) or fml "
+                             "(FML-bench's RANGE_META, matched to our tasks by domain and metric)")
+    parser.add_argument("--farbench-missing-zero", action="store_true",
+                        help="FARBench's convention: a task an agent lacks counts 0 in its domain score "
+                             "(default: the domain is shown as incomplete)")
     parser.add_argument("--embedding-model", help="a local GraphCodeBERT (or other RoBERTa) directory")
     parser.add_argument("--embedding-cache", type=Path, help="embedding cache (default ~/.cache/researchbench)")
     parser.add_argument("--no-embeddings", action="store_true", help="skip the exploration metrics")
@@ -42,8 +54,10 @@ def main(argv: list[str] | None = None) -> int:
 
     out = args.out or Path("metric_reports") / args.results.resolve().name
     options = Options(results=args.results, out=out, agents=_names(args.agent), tasks=_names(args.task),
-                      suite=args.suite, budget=args.budget, unfinished=args.include_unfinished, group_by=_names([args.group_by]),
-                      compare=tuple(args.compare) if args.compare else None, embeddings=not args.no_embeddings,
+                      suite=args.suite, budget=args.budget, unfinished=args.include_unfinished,
+                      repeats_independent=args.repeats_independent, group_by=_names([args.group_by]),
+                      compare=tuple(args.compare) if args.compare else None, ranges=args.ranges,
+                      farbench_missing_zero=args.farbench_missing_zero, embeddings=not args.no_embeddings,
                       embedding_model=args.embedding_model, embedding_cache=args.embedding_cache, device=args.device,
                       plots=not args.no_plots, html=not args.no_html)
     try:
@@ -60,18 +74,28 @@ def _print(results: dict, out: Path) -> None:
 
     from benchmark.scoring.normalize import HEADLINE_WHY
 
-    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.float_format", "{:.4f}".format):
-        print(f"Raw scores ({len(results['runs'])} runs; test = hidden test set, mean over seeds)")
+    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 80,
+                           "display.float_format", "{:.4f}".format):
+        not_scored = results["not_scored"]
+        if len(not_scored):
+            print(f"Not scored ({len(not_scored)} runs, left out of every table and aggregate)")
+            print(not_scored.to_string(index=False))
+            print()
+        print(f"Raw scores ({len(results['runs'])} runs; test = hidden test set, mean over n trials)")
         print(results["raw"].to_string(index=False))
         print(f"\nClipped achievement per task ({HEADLINE_WHY})")
         print(results["achievement"].to_string())
-        print("\nGroups over seeds (mean, SEM, 95% bootstrap CI of the achievement)")
-        cols = ["agent", "task", "budget", "config", "runs", "achievement", "achievement_sem", "achievement_ci_low",
-                "achievement_ci_high", "regimes"]
+        print("\nGroups over seeds (n trials; mean, SEM, 95% bootstrap CI of the achievement)")
+        cols = ["agent", "task", "version", "budget", "llm", "config", "n", "achievement", "achievement_sem",
+                "achievement_ci_low", "achievement_ci_high"]
         print(results["groups"][[c for c in cols if c in results["groups"]]].to_string(index=False))
         if "paired" in results:
-            print("\nPaired comparison")
-            print(results["paired"].to_string(index=False))
+            print("\nPaired comparison (n pairs; seeds per task a paired t-test needs for 80% power)")
+            cols = ["first", "second", "budget", "scope", "n", "mean_diff", "ci_low", "ci_high", "win_rate",
+                    "seeds_needed_80", "power"]
+            print(results["paired"][cols].to_string(index=False))
+        for note in results["notes"]["note"]:
+            print(f"note: {note}")
     print(f"\nwrote {out}/ (tables.md, *.csv, plots/, report.html)")
 
 

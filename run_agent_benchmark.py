@@ -3,7 +3,9 @@
 Hydra composes configs/config.yaml with the agent, task, executor and llm groups; the same command
 resumes an interrupted run and reprints a finished one. `-m` sweeps (any Hydra launcher: joblib,
 submitit, modal) are checked job by job before the first starts and end with one table of their runs.
-See README.md for the options.
+Exit codes: 0 the run finished (a budget or the agent ended it), 2 bad input (one line naming the fix),
+3 aborted by an outage (one line naming the cause; the same command resumes it; a sweep runs its other
+jobs and exits 3 if any was aborted), 130 interrupted. See README.md for the options.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ for _key, _value in ENV_DEFAULTS.items():
     os.environ.setdefault(_key, _value)
 
 import hydra  # noqa: E402
+from hydra.core.hydra_config import HydraConfig  # noqa: E402
+from hydra.types import RunMode  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
 from benchmark.config import register_configs  # noqa: E402
-from benchmark.errors import UserError  # noqa: E402
+from benchmark.errors import InfrastructureFailure, UserError  # noqa: E402
 from benchmark.plugins import get_registry  # noqa: E402
 from benchmark.sweep import print_job_configs  # noqa: E402
 from benchmark.sweep_table import print_sweep_table  # noqa: E402
@@ -34,6 +38,10 @@ def main(cfg: DictConfig) -> None:
         run_benchmark(cfg, get_registry())
     except UserError as exc:
         fail(str(exc))
+    except InfrastructureFailure as exc:
+        print(exc.console_line(), file=sys.stderr, flush=True)
+        if HydraConfig.get().mode != RunMode.MULTIRUN:  # a sweep goes on; its table says which job aborted
+            raise SystemExit(exc.exit_code) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None
 
@@ -44,8 +52,11 @@ if __name__ == "__main__":
     if invocation.multirun and invocation.args.cfg:
         print_job_configs(invocation)  # Hydra itself refuses -m with --cfg
         raise SystemExit(0)
+    statuses: list[str] = []
     try:
         main()
     finally:
         if invocation.multirun and invocation.configs:
-            print_sweep_table(invocation.configs)
+            statuses = print_sweep_table(invocation.configs)
+    if "aborted" in statuses:
+        raise SystemExit(InfrastructureFailure.exit_code)

@@ -99,8 +99,7 @@ def analyze(ctx: OpContext, node: Node, cfg: PromptConfig) -> Analysis:
     parent = ctx.store.get(node.parents[0]) if node.parents and node.parents[0] in ctx.store else None
     best = ctx.store.best()
     facts = [f"node {node.id} ({node.operator}): {prompts.result_line(ctx, node)}; metrics: {prompts.metrics_line(node)}",
-             f"{metric.name}: {metric.direction} is better; the experiment took {node.seconds:.1f} s of "
-             f"{(ctx.budget or ctx.task.budget).step_timeout_s:g} s allowed"]
+             f"{metric.name}: {metric.direction} is better; {prompts.time_used(ctx, node)}"]
     if parent is not None:
         facts.append(f"its parent, node {parent.id}: {prompts.result_line(ctx, parent)}")
     if best is not None:

@@ -148,6 +148,14 @@ def _worse(ctx: OpContext, node: Node) -> bool:
     return parent.status == OK and not ctx.task.metric.better(node.primary, parent.primary)
 
 
+def time_used(ctx: OpContext, node: Node) -> str:
+    """An experiment's time against the step limit, on the clock the limit used."""
+    limit = (ctx.budget or ctx.task.budget).step_timeout_s
+    if node.clock == "cpu" and node.cpu_seconds is not None:
+        return f"it used {node.cpu_seconds:.1f} s of CPU time of the {limit:g} s allowed ({node.seconds:.1f} s wall-clock)"
+    return f"it took {node.seconds:.1f} s of the {limit:g} s allowed"
+
+
 def output_tail(ctx: OpContext, node: Node, limit: int) -> str:
     stdout = tail_lines(ctx.store.blobs.text(node.stdout), limit)
     stderr = tail_lines(ctx.store.blobs.text(node.stderr), limit)
@@ -172,13 +180,16 @@ def setup_section(ctx: OpContext) -> Section:
         scores.append(f"baseline (node 0000): {result_line(ctx, baseline)}")
     if best is not None:
         scores.append(f"best so far: {metric.name} = {best.primary:.5g} (node {best.id})")
+    cpu = baseline is not None and baseline.clock == "cpu"  # the executor's clock, as the baseline ran
+    limit = (f"a limit of {budget.step_timeout_s:g} s of CPU time, all its processes and threads summed"
+             if cpu else f"a hard time limit of {budget.step_timeout_s:g} s")
     lines = [
         f"- Metric: {metric.name} on the validation set, {metric.direction} is better. " + "; ".join(scores) + ".",
-        f"- One experiment = one run of your code with a hard time limit of {budget.step_timeout_s:g} s "
+        f"- One experiment = one run of your code with {limit} "
         f"(killed beyond it), {res.cpus} CPU{'s' if res.cpus != 1 else ''}, {res.memory_gb:g} GB memory, "
         f"{res.gpus or 'no'} GPU{'s' if res.gpus != 1 else ''}, no network.",
         f"- Experiments left: {ctx.steps_left} of {budget.steps}. A failed or no-op edit spends none. "
-        f"Compute budget: {budget.compute_hours:g} h of experiment time in all.",
+        f"Compute budget: {budget.compute_hours:g} h of experiment {'CPU ' if cpu else ''}time in all.",
         f"- You may edit only files matching: {', '.join(task.editable)}. Every other file belongs to the "
         "harness and is restored before each run.",
     ]

@@ -89,7 +89,7 @@ def lane_history(ctx: OpContext, lane: int) -> list[dict[str, Any]]:
 def _result(ctx: OpContext, node: Node) -> str:
     best = " (the best so far)" if (ctx.store.best() or node).id == node.id and node.primary is not None else ""
     return f"Experiment node {node.id}: {prompts.result_line(ctx, node)}; metrics: {prompts.metrics_line(node)}{best}; " \
-           f"it took {node.seconds:.1f} s.\n{prompts.output_tail(ctx, node, 1500)}"
+           f"{prompts.time_used(ctx, node)}.\n{prompts.output_tail(ctx, node, 1500)}"
 
 
 class ReactPolicy(StatelessPolicy):
@@ -173,7 +173,7 @@ def take_turn(ctx: OpContext, reply: str, files: dict[str, str], last_eval: dict
     command_ok = True  # FARBench: a failed command in the same action skips the evaluation
     if action.get("command"):
         result = ctx.run_command(dict(files), action["command"], cfg.command_timeout_s)
-        compute_used[0] += result.seconds
+        compute_used[0] += result.charged_seconds
         full, short = _command_observation(result, cfg)
         seen.append(full)
         line.append(f"ran `{summarize(action['command'], 200)}`: {short}")

@@ -3,7 +3,8 @@
 A command is not an experiment: it gets exactly the val phase's sandbox (the node's files laid over
 the pristine baseline, the public data read-only, no labels, no test inputs, no network, the task's
 limits, a clean environment) but no evaluator runs and no metric is read, so a command can never
-spend or fake an experiment. Its wall time counts against the compute budget: the worker keeps one
+spend or fake an experiment. Its time counts against the compute budget (CPU time where the step limit
+is CPU time, benchmark/budget.py): the worker keeps one
 `CommandRunner` per node, hands the operator `runner.run` as `ctx.run_command`, and records every
 command on the node (`node.tool_calls`) itself, whatever the operator reports, so an agent cannot
 hide the time it used. Output is untrusted text shown back to an LLM: it is capped at the source
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmark.budget import charged_seconds
 from benchmark.executors.base import Executor
 from benchmark.experiment import materialize, phase_job
 from benchmark.journal import BlobStore
@@ -40,10 +42,18 @@ class CommandResult:
     stdout: str
     stderr: str
     refused: str = ""  # why the harness did not run it (compute budget spent, bad files); nothing ran
+    cpu_seconds: float | None = None  # CPU time of all its processes, where the executor measures it
+    clock: str = "wall"  # what its time limit measured (JobResult.clock)
+
+    @property
+    def charged_seconds(self) -> float:
+        """What it costs the compute budget."""
+        return charged_seconds(self.seconds, self.cpu_seconds, self.clock)
 
     def to_record(self, blobs: BlobStore) -> dict[str, Any]:
         return {"kind": "command", "command": self.command[:2000], "exit_code": self.exit_code,
-                "timed_out": self.timed_out, "seconds": self.seconds, "refused": self.refused,
+                "timed_out": self.timed_out, "seconds": self.seconds, "cpu_seconds": self.cpu_seconds,
+                "clock": self.clock, "refused": self.refused,
                 "stdout": blobs.put(self.stdout), "stderr": blobs.put(self.stderr)}
 
 
@@ -69,7 +79,7 @@ class CommandRunner:
             limit = min(float(timeout_s), self.step_timeout_s, self.left_s())
             result = self._run(files, command, limit) if limit >= 1.0 else CommandResult(
                 command, None, False, 0.0, "", "", refused="the compute budget is spent; no command may run")
-            self.seconds = round(self.seconds + result.seconds, 3)
+            self.seconds = round(self.seconds + result.charged_seconds, 3)
             self.records.append(result.to_record(self.blobs))
             return result
 
@@ -86,10 +96,12 @@ class CommandRunner:
             job = dataclasses.replace(job, argv=("/bin/bash", "-c", command), output_cap_bytes=OUTPUT_CAP_BYTES)
             outcome = self.executor.submit(job).result()
             stdout, stderr = _read(job.stdout_path), _read(job.stderr_path)
-            if outcome.error or outcome.violation:
-                stderr += f"\n[harness: {outcome.error or 'killed: ' + outcome.violation}]"
+            killed = outcome.violation or outcome.time_problem(timeout_s)
+            if outcome.error or killed:
+                stderr += f"\n[harness: {outcome.error or 'killed: ' + killed}]"
             return CommandResult(command, outcome.exit_code, outcome.timed_out,
-                                 round(time.monotonic() - started, 3), stdout[-RETURN_CHARS:], stderr[-RETURN_CHARS:])
+                                 round(time.monotonic() - started, 3), stdout[-RETURN_CHARS:], stderr[-RETURN_CHARS:],
+                                 cpu_seconds=outcome.cpu_seconds, clock=outcome.clock)
         finally:
             discard_tree(self.scratch)
 

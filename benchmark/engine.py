@@ -6,6 +6,8 @@ another experiment may start, benchmark/final_test.py scores on the hidden test 
 benchmark/display.py shows progress. This module owns the run's state and the one place a finished
 node is recorded (store, counters, policy, journal checkpoint, summary), so a killed run resumes where
 it stopped: finished nodes are never repeated and at most the `parallel` in-flight nodes are re-run.
+An outage (benchmark/outage.py) ends the run the same way, as `aborted` with its cause in the journal
+and summary.json, and the same command resumes it.
 """
 
 from __future__ import annotations
@@ -25,12 +27,12 @@ from benchmark.agent_api import Agent, OpContext, Policy
 from benchmark.budget import Counters
 from benchmark.config import config_hash, default_run_id, effective_budget
 from benchmark.display import Display, Stats, make_display
-from benchmark.errors import UserError
-from benchmark.executors.base import Executor
+from benchmark.errors import InfrastructureFailure, UserError
 from benchmark.experiment import check_isolation
 from benchmark.final_test import BASELINE_ID, final_test
-from benchmark.journal import BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
+from benchmark.journal import ABORTED, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
 from benchmark.llm import LLMClient, Usage
+from benchmark.outage import GuardedExecutor, baseline_failure, llm_never_answered
 from benchmark.plugins import Registry
 from benchmark.preflight import llm_problem
 from benchmark.scheduler import Scheduler
@@ -109,7 +111,7 @@ class Run:
             agent.policy.load_state_dict(policy_state)
         return agent
 
-    def _build_executor(self) -> Executor:
+    def _build_executor(self) -> GuardedExecutor:
         """The configured executor, with a slot for each of the `parallel` jobs and a GPU set for each."""
         executor_cfg = OmegaConf.to_object(self.cfg.executor)
         k, wanted = self.parallel, self.spec.resources.gpus
@@ -127,6 +129,7 @@ class Run:
         bind_run = getattr(executor, "bind_run", None)  # remote backends: the task's image, the run's tag
         if bind_run is not None:
             bind_run(self.spec, self.run_dir)
+        executor = GuardedExecutor(executor)  # a job the backend cannot run aborts the run
         if executor.capacity < k:
             self.display.line(f"note: executor '{executor.name}' runs {executor.capacity} job(s) at once; "
                               f"parallel={k} nodes will wait for its slots")
@@ -162,11 +165,15 @@ class Run:
                 if loaded.nodes or loaded.pending:
                     again = f" (re-running {report.plural(len(loaded.pending), 'in-flight step')})" \
                         if loaded.pending else ""
-                    self.display.line(f"resuming {self.run_dir} at step {len(self.store)}{again}")
+                    before = f"; it was aborted: {loaded.aborted['cause']}" if loaded.aborted else ""
+                    self.display.line(f"resuming {self.run_dir} at step {len(self.store)}{again}{before}")
                 if BASELINE_ID not in self.store:
                     self._baseline(agent)
                 scheduler = Scheduler(self, agent, self.parallel, next_step=max(loaded.next_step, 1))
                 self.stop_reason = scheduler.search([r for r in loaded.pending if r["id"] != BASELINE_ID])
+                silent = llm_never_answered(self.usage, self.llm.last_error) if self.llm is not None else None
+                if silent is not None:
+                    raise silent
                 self.final = final_test(self)
                 self.journal.append(self.final)
                 summary = self._write_summary("finished")
@@ -174,6 +181,11 @@ class Run:
             self.display.line(report.render(summary))
             export_after_run(self.run_dir, self.display.line)
             return summary
+        except InfrastructureFailure as exc:
+            self.journal.append({"kind": ABORTED, "cause": exc.cause, "fix": exc.fix, "source": exc.source,
+                                 "details": exc.details, "at": now()})
+            self._write_summary("aborted", abort_cause=exc.cause)
+            raise
         except KeyboardInterrupt:
             self._write_summary("interrupted")
             self.display.line(f"interrupted; run the same command again to resume {self.run_dir}")
@@ -201,12 +213,17 @@ class Run:
                          compute_left_s=self.budget.compute_hours * 3600 - self.counters.compute_s)
 
     def _baseline(self, agent: Agent) -> None:
-        """The task's own code, run first and reviewed like any node (a budget stop resurfaces at the next call)."""
+        """The task's own code, run first and reviewed like any node (a budget stop resurfaces at the next call).
+
+        A baseline without a valid score is not recorded: it aborts the run and is re-run on resume."""
         files = {rel: data.decode() for rel, data in self.prepared.baseline_files().items()
                  if self.spec.is_editable(rel)}
         node = Node(id=BASELINE_ID, step=0, operator="baseline", created_at=now(), plan="the task's baseline")
         self.journal.append({"kind": "pending", "id": node.id, "step": 0, "operator": "baseline", "at": now()})
         self.steps.execute(node, files, {})
+        failed = baseline_failure(node, self.spec.name)
+        if failed is not None:
+            raise failed
         if agent.analyze is not None:
             self.steps.analyze(agent, self.context(0, 0), node)
         self.display.job_done(node.id)
@@ -236,8 +253,8 @@ class Run:
         self.display.node_line(report.progress(self, node))
         return crash
 
-    def _write_summary(self, status: str) -> dict[str, Any]:
-        summary = report.build(self, status)
+    def _write_summary(self, status: str, abort_cause: str | None = None) -> dict[str, Any]:
+        summary = report.build(self, status, abort_cause)
         write_json_atomic(self.run_dir / "summary.json", summary)
         return summary
 
@@ -249,6 +266,8 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 def run_benchmark(cfg: DictConfig, registry: Registry, echo: Callable[[str], None] | None = None,
                   display: Display | None = None) -> dict[str, Any]:
     """Run (or resume, or reprint) the run the config describes; returns its summary.
+
+    Raises InfrastructureFailure when the run was aborted (its summary says so), UserError on bad input.
 
     Output goes to `display` when given, else to `echo` as plain lines, else to stdout (a live view
     on a terminal).

@@ -1,4 +1,8 @@
-"""The one exception type that reaches the user as a single line and exit code 2."""
+"""The exceptions that end a run or a command with one line and a distinct exit code."""
+
+from __future__ import annotations
+
+from typing import Any
 
 
 class UserError(Exception):
@@ -9,3 +13,25 @@ class UserError(Exception):
 
 class BudgetExhausted(Exception):
     """A hard budget cap (USD, tokens, compute) was reached: the run stops cleanly, not as an error."""
+
+
+class InfrastructureFailure(Exception):
+    """Something outside the agent failed (the LLM endpoint, the executor, the task's own baseline).
+
+    Such a run is not a result: it ends with status `aborted` (exit 3), is never scored, and the same
+    command resumes it once the cause is fixed. `cause` and `fix` are one line each; `details` go
+    into the journal's `aborted` record beside them (benchmark/outage.py draws the line).
+    """
+
+    exit_code = 3
+
+    def __init__(self, cause: str, fix: str, source: str, **details: Any):
+        super().__init__(cause)
+        self.cause, self.fix, self.source, self.details = cause, fix, source, details
+
+    def renewed(self) -> InfrastructureFailure:
+        """The same failure as a fresh exception: one object raised in several threads would share a traceback."""
+        return InfrastructureFailure(self.cause, self.fix, self.source, **self.details)
+
+    def console_line(self) -> str:
+        return f"aborted: {self.cause} — {self.fix}; re-run the same command to resume"

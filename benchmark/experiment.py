@@ -45,6 +45,9 @@ class Outcome:
     metrics: dict[str, float] = field(default_factory=dict)
     primary: float | None = None
     bug_reason: str = ""  # empty when the run produced a valid score; shown to the agent
+    note: str = ""  # what the harness set aside from a valid score (non-finite secondary metrics)
+    cpu_seconds: float | None = None  # CPU time of the job's processes (not the evaluator's); None if unknown
+    clock: str = "wall"  # what the step limit bound: "cpu" (the job's CPU time) or "wall" (JobResult.clock)
 
     @property
     def ok(self) -> bool:
@@ -114,7 +117,8 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
         job = phase_job(prepared, phase, scratch, timeout_s, owned, seed)
         result = executor.submit(job).result()
         outcome = Outcome(exit_code=result.exit_code, timed_out=result.timed_out, seconds=0.0,
-                          stdout=_read(job.stdout_path), stderr=_read(job.stderr_path))
+                          stdout=_read(job.stdout_path), stderr=_read(job.stderr_path),
+                          cpu_seconds=result.cpu_seconds, clock=result.clock)
         outcome.bug_reason = _job_problem(result, timeout_s)
         if not outcome.bug_reason:
             outcome.bug_reason = _collect(prepared, output_dir, handed)
@@ -132,7 +136,7 @@ def _job_problem(result: JobResult, timeout_s: float) -> str:
     if result.violation:
         return f"killed: {result.violation}"
     if result.timed_out:
-        return f"timed out after {timeout_s:g}s"
+        return f"killed: {result.time_problem(timeout_s)}"
     if result.exit_code != 0:
         return f"exit code {result.exit_code}"
     return ""
@@ -171,7 +175,8 @@ def _evaluate(prepared: PreparedTask, phase: str, executor: Executor, scratch: P
         outcome.bug_reason = f"the evaluator could not run: {result.error or result.violation}"
         return
     if result.timed_out:
-        outcome.bug_reason = f"the evaluator timed out on these predictions (evaluation.timeout_s={limits.timeout_s:g})"
+        outcome.bug_reason = (f"the evaluator ran out of time on these predictions: {result.time_problem(limits.timeout_s)} "
+                              "(evaluation.timeout_s)")
         return
     if result.exit_code != 0:
         outcome.bug_reason = f"invalid predictions: {_evaluator_reason(prepared, _read(job.stderr_path), result, handed, scratch)}"
@@ -189,7 +194,12 @@ def _evaluate(prepared: PreparedTask, phase: str, executor: Executor, scratch: P
     if primary is None or not math.isfinite(primary):
         outcome.bug_reason = f"the evaluator gave no finite '{spec.metric.name}'"
         return
-    outcome.metrics, outcome.primary = metrics, primary
+    rejected = {k: v for k, v in metrics.items() if not math.isfinite(v)}  # never journaled as NaN/inf
+    if rejected:
+        outcome.note = ("the evaluator gave non-finite secondary metrics, left out of this node's metrics: "
+                        + ", ".join(f"{k}={v}" for k, v in sorted(rejected.items())))
+    outcome.metrics = {k: v for k, v in metrics.items() if k not in rejected}
+    outcome.primary = primary
 
 
 def _evaluator_reason(prepared: PreparedTask, stderr: bytes, result: JobResult, handed: Path, scratch: Path) -> str:

@@ -4,7 +4,9 @@ Each node is written twice: a `pending` record before its operator runs (write-a
 the policy state after choosing it) and a `finished` record carrying the node and the run checkpoint
 (policy state, budget counters, LLM usage) in one line, so a node and the state that follows it can
 never be out of step. With several experiments in flight, finished records follow the order in which
-results arrived, and every pending record without a finished one is a node to re-run on resume. File
+results arrived, and every pending record without a finished one is a node to re-run on resume. An
+`aborted` record says why a run stopped on an outage (benchmark/outage.py); the node it interrupted has
+no finished record, so resume re-runs it like any other in-flight node. File
 contents, logs, prompts and responses live in the blob store under their sha256, so storage grows
 with what changed, not with the size of the workspace.
 """
@@ -30,6 +32,8 @@ NO_OP = "no_op"  # the edit changed nothing: no experiment spent
 AGENT_FAILED = "agent_failed"  # the LLM call or the operator itself failed: no experiment spent
 PENDING = "pending"  # claimed by the policy and in flight; only ever in NodeStore.pending()
 
+ABORTED = "aborted"  # journal record kind: the run stopped on an outage {cause, fix, source, details, at}
+
 
 @dataclass
 class Node:
@@ -48,6 +52,8 @@ class Node:
     exit_code: int | None = None
     timed_out: bool = False
     seconds: float = 0.0  # experiment wall time (sandbox run + evaluator)
+    cpu_seconds: float | None = None  # CPU time of the experiment's job, all its processes; None if unmeasured
+    clock: str = "wall"  # what the step limit and the compute budget measured: "cpu" or "wall" (budget.py)
     stdout: str = ""  # blob digests of the captured (capped) streams
     stderr: str = ""
     metrics: dict[str, float] = field(default_factory=dict)
@@ -193,6 +199,7 @@ class Loaded:
     policy: dict[str, Any] | None = None  # the latest policy state, from a pending or a finished record
     next_step: int = 0  # one past the highest step ever launched, so no node id is handed out twice
     final: dict[str, Any] | None = None  # the final-test record, when the run completed
+    aborted: dict[str, Any] | None = None  # the latest `aborted` record, when the run stopped on an outage
 
 
 class Journal:
@@ -233,6 +240,8 @@ class Journal:
                 in_flight.pop(record["id"], None)
             elif kind == "final":
                 loaded.final = record
+            elif kind == ABORTED:
+                loaded.aborted = record
         loaded.pending = sorted(in_flight.values(), key=lambda r: r["step"])
         return loaded
 

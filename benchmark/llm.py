@@ -5,8 +5,13 @@ Why this shape:
   importing this module (and everything that imports its config) costs nothing and opens no socket.
 - litellm and the OpenAI SDK both retry on their own; we switch both off (``num_retries=0``,
   ``max_retries=0``) so tenacity's loop here is the only one and attempt counts are exact.
-- Provider failures never raise: the caller gets an ``LLMCall`` with ``error`` set and records a
-  failed step. Only a budget cap raises (``BudgetExhausted``), because that ends the run cleanly.
+- A failure of the request or the reply (400, an empty reply, thinking to the limit) never raises:
+  the caller gets an ``LLMCall`` with ``error`` set and records a failed step, the agent's outcome. A
+  failure of the endpoint (unreachable, timing out, 5xx or 429 through every retry; credentials,
+  model or route refused, at once) is nobody's result: it raises ``InfrastructureFailure`` and every
+  later call raises it again at once, so the run is aborted and resumed, never scored
+  (``endpoint_failure`` draws the line). A budget cap raises ``BudgetExhausted``: the run stops
+  cleanly.
 - Budgets count *nominal* spend: a cache hit adds its recorded tokens and cost to ``Usage`` like a
   live call, so an agent's budget does not depend on how warm the cache is, and a replayed run stops
   at exactly the step where the recorded run stopped. ``Usage.cached_usd`` is the part of ``usd`` that
@@ -26,7 +31,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Optional
 
-from benchmark.errors import BudgetExhausted, UserError
+from benchmark.errors import BudgetExhausted, InfrastructureFailure, UserError
 
 CACHE_MODES = ("off", "record", "replay", "auto")
 MAX_BACKOFF_S = 60.0  # cap on one exponential backoff wait
@@ -279,6 +284,23 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(status, int) and (status in (408, 409, 429) or status >= 500)
 
 
+def endpoint_failure(exc: BaseException) -> str:
+    """Whose failure a call's last exception was: the endpoint's ("auth": credentials refused,
+    "not_found": model or route unknown, "down": unreachable, timing out, 5xx or rate limited), or
+    "" when the endpoint answered and the request or the reply was the problem (400, 422, an empty
+    reply, reasoning to the token limit): the agent's outcome, recorded as a failed call."""
+    import openai
+
+    if isinstance(exc, (ThoughtToTheLimit, EmptyReply)):
+        return ""
+    if "Missing credentials" in str(exc) or isinstance(exc, (openai.AuthenticationError,
+                                                              openai.PermissionDeniedError)):
+        return "auth"
+    if isinstance(exc, openai.NotFoundError):
+        return "not_found"
+    return "down" if is_transient(exc) else ""
+
+
 def _reply_text(response: Any, max_tokens: int) -> tuple[str, str]:
     """(text, finish_reason); EmptyReply when there is no text, ThoughtToTheLimit when reasoning ate
     the whole budget (a malformed body raises earlier)."""
@@ -394,10 +416,14 @@ class LLMClient:
         self._cache = ResponseCache(self.cfg.cache_dir) if self.cfg.cache != "off" else None
         self._lock = threading.Lock()
         self._served: dict[str, int] = {}  # scripted/mock replies handed out, per queue
+        self.unavailable: Optional[InfrastructureFailure] = None  # set by the first endpoint failure
+        self.last_error = ""  # of the latest failed call, for the run's verdict when none succeeded
 
     def complete(self, messages: list[dict], operator: str = "") -> LLMCall:
-        """One chat completion with ``operator``'s settings. Never raises on provider failure; raises
-        BudgetExhausted at a cap."""
+        """One chat completion with ``operator``'s settings. A failed request or reply is returned as
+        a call with ``error``; raises InfrastructureFailure when the endpoint failed (then on every
+        later call too) and BudgetExhausted at a cap."""
+        self.raise_if_unavailable()
         messages = [dict(m) for m in messages]
         cfg = self.cfg.for_operator(operator)
         started = time.monotonic()
@@ -414,10 +440,19 @@ class LLMClient:
         if isinstance(scripted, LLMCall):  # the script ran out for this operator
             scripted.messages = messages
             return self._record(scripted, operator)
-        call = self._call_provider(cfg, messages, started, scripted)
+        call, failure = self._call_provider(cfg, messages, started, scripted)
         if self._cache and call.ok:
             self._cache.put(key, self._cache_entry(cfg, call))
-        return self._record(call, operator)
+        self._record(call, operator)
+        if failure:
+            self.unavailable = _outage(cfg, call, failure)
+            self.raise_if_unavailable()
+        return call
+
+    def raise_if_unavailable(self) -> None:
+        """Raise the endpoint failure this client met, if any."""
+        if self.unavailable is not None:
+            raise self.unavailable.renewed()
 
     # -- budget -----------------------------------------------------------------------------------
 
@@ -443,6 +478,8 @@ class LLMClient:
         call.operator = operator
         call.prompt_chars = sum(len(str(m.get("content") or "")) for m in call.messages)
         self.usage.add(call)
+        if call.error:
+            self.last_error = call.error
         return call
 
     # -- offline replies --------------------------------------------------------------------------
@@ -493,7 +530,9 @@ class LLMClient:
             kwargs["mock_response"] = mock
         return kwargs
 
-    def _call_provider(self, cfg: LLMConfig, messages: list[dict], started: float, mock: Optional[str]) -> LLMCall:
+    def _call_provider(self, cfg: LLMConfig, messages: list[dict], started: float,
+                       mock: Optional[str]) -> tuple[LLMCall, str]:
+        """The call, and ``endpoint_failure`` of its last exception ("" when answered)."""
         from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
         litellm = _import_litellm()
@@ -518,7 +557,7 @@ class LLMClient:
             if isinstance(exc, ThoughtToTheLimit):  # the thinking was billed: count it
                 call.prompt_tokens, call.completion_tokens, call.reasoning_tokens = _usage_numbers(exc.response)
                 call.usd, call.finish_reason = _known_cost(litellm, cfg.model, exc.response), "length"
-            return call
+            return call, endpoint_failure(exc)
         prompt_tokens, completion_tokens, reasoning_tokens = _usage_numbers(response)
         return LLMCall(
             model=cfg.model,
@@ -531,7 +570,7 @@ class LLMClient:
             attempts=attempts,
             response=text,
             messages=messages,
-        )
+        ), ""
 
     # -- cache ------------------------------------------------------------------------------------
 
@@ -618,6 +657,24 @@ def load_script(path: str | os.PathLike[str]) -> dict[str, list[str]]:
     if not any(script.values()):
         raise UserError(f"llm.script={path} holds no replies")
     return script
+
+
+def _outage(cfg: LLMConfig, call: LLMCall, failure: str) -> InfrastructureFailure:
+    """The abort an endpoint failure means, in one line of cause and one of fix."""
+    where = f"{cfg.model}" + (f" at {cfg.api_base}" if cfg.api_base else "")
+    error = (call.error.strip().splitlines() or [""])[0][:200]
+    if failure == "auth":
+        key = f"${cfg.api_key_env}" if cfg.api_key_env else "the provider's key variable"
+        cause = f"the LLM endpoint refused the credentials for {where} ({error})"
+        fix = f"check the key in {key} and its access to the model"
+    elif failure == "not_found":
+        cause = f"the LLM endpoint does not know {where} ({error})"
+        fix = "check llm.model and llm.api_base (a changed setting starts a new run)"
+    else:
+        cause = f"the LLM endpoint {where} failed all {call.attempts} attempt(s) of a call ({error})"
+        fix = "check that the endpoint is up and reachable, or raise llm.max_retries to wait longer"
+    return InfrastructureFailure(cause, fix, "llm", model=cfg.model, api_base=cfg.api_base, kind=failure,
+                                 attempts=call.attempts, error=call.error)
 
 
 def _resolve_key(cfg: LLMConfig) -> Optional[str]:

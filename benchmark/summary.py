@@ -59,7 +59,8 @@ def _val(node: Node | None) -> float | None:
     return node.primary if node is not None else None
 
 
-def build(run: Run, status: str) -> dict[str, Any]:
+def build(run: Run, status: str, abort_cause: str | None = None) -> dict[str, Any]:
+    """The summary as of now; `status` is running, finished, interrupted or aborted (then with its cause)."""
     spec, counters, budget = run.spec, run.counters, run.budget
     baseline = run.store.get("0000") if "0000" in run.store else None
     best = run.store.best()
@@ -85,6 +86,7 @@ def build(run: Run, status: str) -> dict[str, Any]:
         "budget": {
             "limits": {"experiments": budget.steps, "compute_hours": budget.compute_hours, "usd": budget.usd,
                        "step_timeout_s": budget.step_timeout_s},
+            "clock": counters.clock or None,  # cpu: step_timeout_s and compute_hours are CPU time (budget.py)
             "used": {"experiments": counters.experiments, "compute_hours": round(counters.compute_s / 3600, 5),
                      "usd": round(run.usage.usd, 6), "tokens": run.usage.prompt_tokens + run.usage.completion_tokens,
                      "unknown_cost_calls": run.usage.unknown_cost_calls},
@@ -95,6 +97,8 @@ def build(run: Run, status: str) -> dict[str, Any]:
         "provenance": run.provenance,
         "updated_at": now(),
     }
+    if status == "aborted":
+        summary["abort_cause"] = abort_cause
     if run.executor.sandbox_mode == "none":
         summary["sandbox_warning"] = "experiments ran WITHOUT a sandbox: agent code could read hidden data"
     return summary
@@ -131,8 +135,9 @@ def progress(run: Run, node: Node) -> str:
     else:
         result = f"{node.status.replace('_', ' ')}: {node.feedback.splitlines()[0][:70] if node.feedback else ''}"
     cost = f" ${run.usage.usd:.4f}" if run.llm is not None else ""
+    cpu = f" (cpu {node.cpu_seconds:.1f}s)" if node.cpu_seconds is not None else ""
     return (f"[{node.id}] {node.operator:<8} <- {parents:<5} {result}  | best {_fmt(best.primary if best else None)}"
-            f"  exp {run.counters.experiments}/{run.budget.steps}  {node.seconds:.1f}s{cost}")
+            f"  exp {run.counters.experiments}/{run.budget.steps}  {node.seconds:.1f}s{cpu}{cost}")
 
 
 def render(summary: dict[str, Any]) -> str:

@@ -2,7 +2,8 @@
 
 Run directories follow from each job's composed config (results_dir/agent/task/run_id), so the
 table is the same whichever launcher ran the jobs and however many of them were resumed or no-ops.
-Rows come from benchmark.scoring.runs.load_run, the one reader of run directories.
+Rows come from benchmark.scoring.runs.load_run, the one reader of run directories. An aborted run
+(an outage, not a result) shows no scores, only its cause.
 """
 
 from __future__ import annotations
@@ -26,25 +27,32 @@ def run_dir(cfg: DictConfig) -> Path:
     return Path(cfg.results_dir).absolute() / cfg.agent.name / task / default_run_id(cfg)
 
 
-def sweep_rows(configs: Sequence[DictConfig]) -> list[tuple[str, ...]]:
+def sweep_rows(configs: Sequence[DictConfig]) -> tuple[list[tuple[str, ...]], list[str]]:
+    """One row per job, and each job's run status ("missing" when it left no summary)."""
     from benchmark.scoring.normalize import unclipped
     from benchmark.scoring.runs import load_run
 
-    rows = []
+    rows, statuses = [], []
     for cfg in configs:
         where = run_dir(cfg)
         try:
             run = load_run(where)
         except (ValueError, OSError):  # never started, or stopped before its first summary
             rows.append((cfg.agent.name, cfg.task.name, str(cfg.seed), "-", "-", "-", "-", f"{where} (no summary)"))
+            statuses.append("missing")
             continue
-        status = run.summary.get("status")
-        test = run.score("best", "test")
+        status = str(run.summary.get("status"))
+        statuses.append(status)
         usd = (run.summary["budget"].get("used") or {}).get("usd") or 0.0
+        if status == "aborted":
+            rows.append((run.agent, run.task, str(run.seed), "-", "-", "-", f"${usd:.2f}",
+                         f"{where} (aborted: {run.summary.get('abort_cause')})"))
+            continue
+        test = run.score("best", "test")
         rows.append((run.agent, run.task, str(run.seed), _num(run.score("best", "val")), _num(test),
                      _num(unclipped(run.metric, test)), f"${usd:.2f}",
                      f"{where}" + ("" if status == "finished" else f" ({status})")))
-    return rows
+    return rows, statuses
 
 
 def render(rows: list[tuple[str, ...]]) -> str:
@@ -54,8 +62,11 @@ def render(rows: list[tuple[str, ...]]) -> str:
     return "\n".join(lines)
 
 
-def print_sweep_table(configs: Sequence[DictConfig]) -> None:
-    print(f"\nsweep: {len(configs)} run(s)\n{render(sweep_rows(configs))}", flush=True)
+def print_sweep_table(configs: Sequence[DictConfig]) -> list[str]:
+    """Print the table; returns the jobs' run statuses, so the sweep's exit code can follow them."""
+    rows, statuses = sweep_rows(configs)
+    print(f"\nsweep: {len(configs)} run(s)\n{render(rows)}", flush=True)
+    return statuses
 
 
 def _num(value: object) -> str:

@@ -4,7 +4,9 @@ An LLM call is often the longest part of a step, so with K experiments in flight
 here too, not only the sandbox. A worker touches only its own node, the blob store (safe from
 threads) and the executor; the journal, the node store and the policy belong to the main thread
 (benchmark/scheduler.py), which records results in the order they arrive. A broken agent plugin fails
-its own step with its traceback on the node, never the run.
+its own step with its traceback on the node, never the run. An outage (benchmark/outage.py) is not a
+step's outcome: it leaves the worker as InfrastructureFailure, even where agent code caught it, and
+the node is never recorded.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from benchmark.agent_api import Action, Agent, OpContext, Proposal
 from benchmark.commands import CommandRunner
 from benchmark.display import Display
 from benchmark.edits import unified_diff
-from benchmark.errors import BudgetExhausted
-from benchmark.executors.base import Executor
+from benchmark.errors import BudgetExhausted, InfrastructureFailure
 from benchmark.experiment import run_phase
 from benchmark.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, BlobStore, Node
+from benchmark.outage import GuardedExecutor
 from benchmark.task import Budget
 from benchmark.workspace import PreparedTask
 
@@ -54,7 +56,7 @@ def label(node: Node) -> str:
 class StepRunner:
     """Runs nodes: the whole step of a search node, or just the experiment (the baseline)."""
 
-    def __init__(self, prepared: PreparedTask, executor: Executor, blobs: BlobStore, budget: Budget,
+    def __init__(self, prepared: PreparedTask, executor: GuardedExecutor, blobs: BlobStore, budget: Budget,
                  scratch_root: Path, display: Display, seed: int = 0):
         self.prepared, self.executor, self.blobs = prepared, executor, blobs
         self.budget, self.scratch_root, self.display = budget, scratch_root, display
@@ -72,6 +74,7 @@ class StepRunner:
             return StepResult(node, abandoned=str(exc))
         finally:  # recorded by the harness, not the operator, so every command's time is charged
             node.tool_calls = commands.records
+        self.raise_if_outage(ctx)
         if proposal.transcript:
             node.transcript = self.blobs.put(json.dumps(proposal.transcript, sort_keys=True, ensure_ascii=False))
         node.plan = proposal.plan[:TEXT_LIMIT]
@@ -103,7 +106,7 @@ class StepRunner:
         parents = [ctx.store.get(p) for p in action.parents]
         try:
             return operator(ctx, parents, action), False
-        except BudgetExhausted:
+        except (BudgetExhausted, InfrastructureFailure):
             raise
         except Exception as exc:  # a broken agent plugin fails its step, not the run
             log.error("operator '%s' crashed", action.operator, exc_info=exc)
@@ -119,16 +122,26 @@ class StepRunner:
         except BudgetExhausted as exc:
             node.analysis_error = f"LLM budget reached ({exc})"
             return node.analysis_error
+        except InfrastructureFailure:
+            raise
         except Exception as exc:  # the review is advice: its failure costs nothing but the review
             log.error("analyzer crashed on node %s", node.id, exc_info=exc)
             node.analysis_error = f"analyzer crashed: {crash_report(exc)}"[:TEXT_LIMIT]
             return ""
+        self.raise_if_outage(ctx)
         node.analysis = text
         node.llm_calls += [self.store_call(call, purpose="analysis") for call in calls]
         failed_call = next((c for c in reversed(calls) if c.error), None)
         if failed_call and not text:
             node.analysis_error = f"LLM call failed: {failed_call.error}"
         return ""
+
+    def raise_if_outage(self, ctx: OpContext) -> None:
+        """Stop the step if the LLM endpoint or the executor failed meanwhile, whatever the agent's code did."""
+        if ctx.llm is not None:
+            ctx.llm.raise_if_unavailable()
+        if self.executor.failure is not None:
+            raise self.executor.failure.renewed()
 
     def execute(self, node: Node, files: dict[str, str], parent_files: dict[str, str]) -> None:
         """Run the val phase of `files` in the sandbox and record the outcome on the node."""
@@ -141,8 +154,11 @@ class StepRunner:
                             self.seed)
         node.executed = True
         node.exit_code, node.timed_out, node.seconds = outcome.exit_code, outcome.timed_out, outcome.seconds
+        node.cpu_seconds, node.clock = outcome.cpu_seconds, outcome.clock
         node.stdout, node.stderr = self.blobs.put(outcome.stdout), self.blobs.put(outcome.stderr)
         node.metrics, node.primary, node.bug_reason = outcome.metrics, outcome.primary, outcome.bug_reason
+        if outcome.note:
+            node.feedback = "\n".join(filter(None, (node.feedback, outcome.note)))[:TEXT_LIMIT]
         node.status = OK if outcome.ok else BUGGY
 
     def store_call(self, call: Any, purpose: str = "") -> dict[str, Any]:

@@ -85,14 +85,14 @@ def main() -> int:
     args = parser.parse_args()
     from benchmark.scoring.embeddings import Embedder, embed_runs
     from benchmark.scoring.pipeline import Options, score
-    from benchmark.scoring.runs import load_runs
+    from benchmark.scoring.selection import select_runs
     from scoring_runs import build_tiny_roberta
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         snapshots = write_fixture_runs(root / "results", args.tasks, args.seeds, args.steps)
         model = build_tiny_roberta(root / "tiny", [BASE] * 4)
-        runs = load_runs(root / "results", warn=print)
+        runs = select_runs(root / "results", warn=print).runs
         embedder = Embedder(str(model), root / "cache", device="cpu")
         embedder._ensure_model()  # model loading is not part of the throughput
         cold_cpu0, start = time.process_time(), time.perf_counter()

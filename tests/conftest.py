@@ -15,6 +15,10 @@ FIXTURES = REPO / "tests" / "fixtures"
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["RESEARCHBENCH_TASKS_PATH"] = str(FIXTURES / "tasks")
+# Tests assert behaviour, not speed: a wall-clock limit in a test only catches a hang, so it sits far above
+# (at least 10x) the idle time of what it limits; on a loaded machine everything takes several times longer.
+# pytest-timeout's per-test limit (pyproject.toml) is above this, so a hung subprocess fails with its command.
+HANG_TIMEOUT_S = 1200.0
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -43,7 +47,7 @@ def causality(workspace_root: Path):
     return _prepared("causality")
 
 
-def run_cli(*args: str, cwd: Path = REPO, timeout: float = 300, env: dict | None = None,
+def run_cli(*args: str, cwd: Path = REPO, timeout: float = HANG_TIMEOUT_S, env: dict | None = None,
             script: str = "run_agent_benchmark.py") -> subprocess.CompletedProcess:
     """Run one of the repo's CLIs the way a user would."""
     return subprocess.run([sys.executable, str(REPO / script), *args], cwd=cwd, capture_output=True, text=True,

@@ -69,7 +69,7 @@ def completion_body(content: str, model: str) -> dict[str, Any]:
 class StubLLMServer:
     """ThreadingHTTPServer on 127.0.0.1 with an ephemeral port; ``url`` is the api_base to use."""
 
-    def __init__(self, hang_s: float = 30.0) -> None:
+    def __init__(self, hang_s: float = 30.0, port: int = 0) -> None:
         self.default = ok()
         self.hang_s = hang_s
         self.hits = 0
@@ -77,7 +77,7 @@ class StubLLMServer:
         self._queue: deque[Behaviour] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())  # 0: any free port
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="stub-llm", daemon=True

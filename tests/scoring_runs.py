@@ -37,7 +37,11 @@ def write_run(root: Path, agent: str, task: str, seed: int, steps: list[Step], *
               floor: float = 20.0, target: float = 0.0, best_possible: float | None = None,
               baseline_test: float | None = None, best_test: float | None = None, budget_steps: int = 10,
               compute_hours: float = 1.0, usd_limit: float = 1.0, wall_seconds: float = 60.0,
-              domain: str = "testing", config: dict[str, Any] | None = None, run_id: str | None = None) -> Path:
+              domain: str = "testing", config: dict[str, Any] | None = None, run_id: str | None = None,
+              status: str = "finished", abort_cause: str | None = None, version: str = "1",
+              finished_at: float = 1_700_000_000.0, metric: str = "score") -> Path:
+    """A run directory as the engine leaves it; `status`/`abort_cause` as an interrupted or aborted run
+    records them (an aborted run: status "aborted" and the cause in one line)."""
     run_dir = Path(root) / agent / task / (run_id or f"seed{seed}-{budget_steps}")
     run_dir.mkdir(parents=True)
     blobs, journal = BlobStore(run_dir / "blobs"), Journal(run_dir / "journal.jsonl")
@@ -73,11 +77,13 @@ def write_run(root: Path, agent: str, task: str, seed: int, steps: list[Step], *
         journal.append({"kind": "pending", "id": s.id, "step": number, "operator": s.operator})
         journal.append({"kind": "finished", "node": node.to_dict(), "checkpoint": {"policy": None}})
     base = nodes.get("0000")
-    journal.append({"kind": "final", "baseline": {"primary": baseline_test}, "best": {"primary": best_test}})
+    if status == "finished":
+        journal.append({"kind": "final", "at": finished_at, "baseline": {"primary": baseline_test},
+                        "best": {"primary": best_test}})
     summary = {
-        "status": "finished", "agent": agent, "task": task, "task_version": "1", "domain": domain, "seed": seed,
+        "status": status, "agent": agent, "task": task, "task_version": version, "domain": domain, "seed": seed,
         "run_dir": str(run_dir),
-        "metric": {"name": "score", "direction": direction, "floor": floor, "target": target,
+        "metric": {"name": metric, "direction": direction, "floor": floor, "target": target,
                    "best_possible": best_possible},
         "baseline": {"val": base.primary if base else None, "test": baseline_test},
         "best": {"node": best.id if best else None, "val": best.primary if best else None, "test": best_test},
@@ -85,8 +91,10 @@ def write_run(root: Path, agent: str, task: str, seed: int, steps: list[Step], *
         "budget": {"limits": {"experiments": budget_steps, "compute_hours": compute_hours, "usd": usd_limit,
                               "step_timeout_s": 30.0},
                    "used": {"experiments": experiments, "usd": usd, "tokens": tokens}},
-        "wall_seconds": wall_seconds, "stop_reason": "budget",
+        "wall_seconds": wall_seconds, "stop_reason": "budget", "updated_at": finished_at,
     }
+    if abort_cause is not None:
+        summary["abort_cause"] = abort_cause
     write_json_atomic(run_dir / "summary.json", summary)
     (run_dir / "config.yaml").write_text(json.dumps(config or {"agent": {"name": agent}, "seed": seed}))
     return run_dir

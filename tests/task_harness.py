@@ -21,6 +21,8 @@ from types import ModuleType
 from benchmark import workspace as ws
 from benchmark.task import TaskSpec, load_task
 
+from conftest import HANG_TIMEOUT_S
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -56,7 +58,7 @@ def with_params(prepared: ws.PreparedTask, **updates: object) -> str:
 
 
 def run_driver(code: Path, phase: str, prepared: ws.PreparedTask, out: Path, seed: int = 0,
-               timeout: float = 300) -> subprocess.CompletedProcess:
+               timeout: float = HANG_TIMEOUT_S) -> subprocess.CompletedProcess:
     argv = [sys.executable, "driver.py", "--phase", phase, "--data", str(prepared.public_dir), "--out", str(out),
             "--seed", str(seed)]
     if phase == "test" and "{test_inputs}" in " ".join(prepared.spec.phases["test"]):
@@ -66,7 +68,7 @@ def run_driver(code: Path, phase: str, prepared: ws.PreparedTask, out: Path, see
 
 
 def run_evaluator(spec: TaskSpec, phase: str, predictions: Path, labels: Path, metrics: Path,
-                  timeout: float = 600) -> subprocess.CompletedProcess:
+                  timeout: float = HANG_TIMEOUT_S) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(spec.task_dir / "evaluate.py"), "--phase", phase,
                            "--predictions-dir", str(predictions), "--labels", str(labels), "--metrics", str(metrics)],
                           capture_output=True, text=True, timeout=timeout, env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -81,19 +83,39 @@ def load_evaluator(spec: TaskSpec) -> ModuleType:
     return module
 
 
-def reproduce_seed(prepared: ws.PreparedTask, tmp: Path, index: int = 0) -> tuple[float, float]:
-    """Re-run the recorded baseline's val and test phases for its `index`-th seed in the sandbox."""
+def sandboxed_scores(prepared: ws.PreparedTask, files: dict[str, str], tmp: Path, seed: int,
+                     phases: tuple[str, ...] = ("val", "test")) -> list[float]:
+    """The primary score of each phase run exactly as an experiment runs it (local sandbox + evaluator)."""
     from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
     from benchmark.experiment import run_phase
 
     spec = prepared.spec
-    assert spec.baseline is not None
-    seed = spec.baseline.seeds[index]
-    files = {rel: data.decode() for rel, data in prepared.baseline_files().items() if spec.is_editable(rel)}
     scores = []
     with LocalExecutor(LocalExecutorConfig(sandbox="auto")) as executor:
-        for phase, timeout in (("val", spec.budget.step_timeout_s), ("test", spec.budget.final_test_timeout_s())):
+        for phase in phases:
+            timeout = spec.budget.step_timeout_s if phase == "val" else spec.budget.final_test_timeout_s()
             outcome = run_phase(prepared, files, phase, executor, tmp / phase, timeout, seed)
             assert outcome.ok, outcome.bug_reason
             scores.append(outcome.primary)
-    return scores[0], scores[1]
+    return scores
+
+
+def reproduce_seed(prepared: ws.PreparedTask, tmp: Path, index: int = 0) -> tuple[float, float]:
+    """Re-run the recorded baseline's val and test phases for its `index`-th seed in the sandbox."""
+    spec = prepared.spec
+    assert spec.baseline is not None
+    files = {rel: data.decode() for rel, data in prepared.baseline_files().items() if spec.is_editable(rel)}
+    val, test = sandboxed_scores(prepared, files, tmp, spec.baseline.seeds[index])
+    return val, test
+
+
+def reference_reaches_target(prepared: ws.PreparedTask, tmp: Path) -> float:
+    """The manifest's reference overlay on the hidden test (first baseline seed); asserts it reaches the target."""
+    from benchmark.task_check import overlay_files
+
+    spec = prepared.spec
+    assert spec.checks.reference is not None and spec.baseline is not None
+    (test,) = sandboxed_scores(prepared, overlay_files(spec, spec.checks.reference), tmp, spec.baseline.seeds[0],
+                               phases=("test",))
+    assert not spec.metric.better(spec.metric.target, test), f"reference scored {test}, target {spec.metric.target}"
+    return test

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from conftest import HANG_TIMEOUT_S
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -33,7 +35,7 @@ def code_copy(prepared, dest: Path, files: dict[str, str] | None = None) -> Path
     return dest
 
 
-def run_driver(code: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_driver(code: Path, *args: str, timeout: float = HANG_TIMEOUT_S) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "driver.py", *args], cwd=code, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""})
 
@@ -51,7 +53,7 @@ def run_evaluator(task: str, phase: str, predictions_dir: Path, labels_dir: Path
                   metrics: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(REPO / "ml_tasks" / task / "evaluate.py"), "--phase", phase,
                            "--predictions-dir", str(predictions_dir), "--labels", str(labels_dir),
-                           "--metrics", str(metrics)], capture_output=True, text=True, timeout=120)
+                           "--metrics", str(metrics)], capture_output=True, text=True, timeout=HANG_TIMEOUT_S)
 
 
 def tree_digest(root: Path) -> dict[str, str]:
@@ -65,7 +67,7 @@ def prepare_again(prepared, dest: Path) -> dict[str, str]:
 
     spec = prepared.spec
     argv = render(spec.prepare, python=sys.executable, task_dir=str(spec.task_dir), workspace=str(dest))
-    subprocess.run(argv, check=True, capture_output=True, timeout=300)
+    subprocess.run(argv, check=True, capture_output=True, timeout=HANG_TIMEOUT_S)
     return tree_digest(dest)
 
 

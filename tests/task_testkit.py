@@ -15,6 +15,8 @@ from benchmark import workspace as ws
 from benchmark.experiment import Outcome, run_phase
 from benchmark.task import TaskSpec, load_task
 
+from conftest import HANG_TIMEOUT_S
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -63,7 +65,7 @@ def evaluate(spec: TaskSpec, phase: str, predictions_dir: Path, labels: Path, me
 
     argv = render(spec.evaluator, python=sys.executable, task_dir=str(spec.task_dir), output=str(predictions_dir),
                   labels=str(labels), metrics=str(metrics), phase=phase)
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=HANG_TIMEOUT_S)
 
 
 def evaluate_ok(spec: TaskSpec, phase: str, predictions_dir: Path, labels: Path, tmp: Path) -> dict[str, float]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, journal_records, run_inprocess
+from conftest import FIXTURES, HANG_TIMEOUT_S, REPO, journal_records, run_inprocess
 
 SCRIPTS = FIXTURES / "scripts"
 
@@ -129,7 +129,7 @@ def test_killed_run_resumes_to_the_same_tree(toy, tmp_path: Path, agent) -> None
     killed = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, str(REPO / "run_agent_benchmark.py"), *args, f"results_dir={killed}"],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + HANG_TIMEOUT_S
     while time.monotonic() < deadline and proc.poll() is None:
         journal = next(killed.glob(f"{agent}/toy/*/journal.jsonl"), None)
         text = journal.read_text() if journal else ""

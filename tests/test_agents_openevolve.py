@@ -17,7 +17,7 @@ import pytest
 
 from agents.openevolve import OpenEvolveConfig, OpenEvolvePolicy, code_distance, code_stats
 from benchmark.journal import Node
-from conftest import FIXTURES, REPO, journal_records, run_cli, run_inprocess
+from conftest import FIXTURES, HANG_TIMEOUT_S, REPO, journal_records, run_cli, run_inprocess
 from trees import Tree
 
 
@@ -178,7 +178,7 @@ def test_killed_openevolve_run_resumes_to_the_same_database(toy, tmp_path: Path)
     killed = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, str(REPO / "run_agent_benchmark.py"), *args, f"results_dir={killed}"],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + HANG_TIMEOUT_S
     while time.monotonic() < deadline and proc.poll() is None:
         journal = next(killed.glob("openevolve/toy/*/journal.jsonl"), None)
         text = journal.read_text() if journal else ""

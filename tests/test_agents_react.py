@@ -21,7 +21,7 @@ from benchmark.agent_api import Action, OpContext
 from benchmark.commands import CommandResult, CommandRunner
 from benchmark.journal import BlobStore
 from benchmark.task import Budget, load_task
-from conftest import REPO, journal_records, run_cli, run_inprocess
+from conftest import HANG_TIMEOUT_S, REPO, journal_records, run_cli, run_inprocess
 from trees import Tree
 
 
@@ -163,13 +163,15 @@ def test_a_command_sees_the_public_data_but_not_labels_or_test_inputs(toy, tmp_p
             probe = runner.run(files, f"ls {secret} || cat {secret}/*", 20)
             assert probe.exit_code != 0 and "_y.json" not in probe.stdout and "test_x" not in probe.stdout
         short = CommandRunner(toy, executor, BlobStore(tmp_path / "b1"), tmp_path / "scratch" / "0003-cmd", 1.5, 100.0)
-        assert short.run(files, "sleep 20", 1000).timed_out  # capped by the step timeout, not the asked 1000 s
+        busy = short.run(files, "while :; do :; done", 1000)  # capped by the step limit, not the asked 1000 s
+        assert busy.timed_out and "[harness: killed: over the CPU-time limit of 1.5 s" in busy.stderr
         over = CommandRunner(toy, executor, BlobStore(tmp_path / "b2"), tmp_path / "scratch" / "0002-cmd", 30, 0.5)
         assert over.run(files, "echo hi", 10).refused and over.records[0]["seconds"] == 0.0
     finally:
         executor.shutdown()
     assert [r["command"] for r in runner.records][:1] == [f"cat params.json; ls {toy.public_dir}"]
-    assert runner.seconds == pytest.approx(sum(r["seconds"] for r in runner.records))
+    assert {r["clock"] for r in runner.records} == {"cpu"}  # charged in CPU seconds, like the step limit
+    assert runner.seconds == pytest.approx(sum(r["cpu_seconds"] for r in runner.records))
 
 
 def _script(path: Path, replies: list[str]) -> Path:
@@ -198,7 +200,12 @@ def test_commands_charge_compute_and_only_submit_spends_an_experiment(toy, tmp_p
     (command,) = nodes[1]["tool_calls"]
     assert command["command"] == "cat params.json" and command["exit_code"] == 0 and command["seconds"] > 0
     counters = [r for r in records if r["kind"] == "finished"][-1]["checkpoint"]["counters"]
-    assert counters["compute_s"] == pytest.approx(sum(n["seconds"] for n in nodes) + command["seconds"], abs=0.01)
+    assert command["clock"] == "cpu" and 0 < command["cpu_seconds"]
+    executed = [n for n in nodes if n["executed"]]
+    assert {n["clock"] for n in executed} == {"cpu"} and all(n["cpu_seconds"] > 0 for n in executed)
+    assert counters["compute_s"] == pytest.approx(sum(n["cpu_seconds"] for n in executed) + command["cpu_seconds"],
+                                                  abs=0.01)
+    assert counters["clock"] == "cpu" and summary["budget"]["clock"] == "cpu"
 
 
 @pytest.mark.slow
@@ -234,7 +241,7 @@ def test_killed_react_run_resumes_the_same_conversation(toy, tmp_path: Path) -> 
     killed = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, str(REPO / "run_agent_benchmark.py"), *args, f"results_dir={killed}"],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + HANG_TIMEOUT_S
     while time.monotonic() < deadline and proc.poll() is None:
         journal = next(killed.glob("react/toy/*/journal.jsonl"), None)
         text = journal.read_text() if journal else ""

@@ -22,10 +22,10 @@ import pytest
 
 from benchmark import workspace as ws
 from benchmark.task import TaskSpec, load_task
+from conftest import HANG_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[1]
 TASK_DIR = REPO / "ml_tasks" / "causality"
-VAL_LIMIT_S = 60.0
 METRIC_KEYS = {"pehe", "ite_mae", "ate_abs_error"}
 
 # Runs driver.py under an audit hook that logs every file the process opens or lists, so a test can
@@ -66,7 +66,7 @@ def code_copy(prepared: ws.PreparedTask, dest: Path, files: dict[str, str] | Non
 
 
 def run_driver(code: Path, *args: str, wrapper: Path | None = None, env: dict[str, str] | None = None,
-               timeout: float = VAL_LIMIT_S) -> tuple[subprocess.CompletedProcess, float]:
+               timeout: float = HANG_TIMEOUT_S) -> tuple[subprocess.CompletedProcess, float]:
     argv = [sys.executable, str(wrapper) if wrapper else "driver.py", *args]
     started = time.perf_counter()
     result = subprocess.run(argv, cwd=code, capture_output=True, text=True, timeout=timeout,
@@ -109,8 +109,8 @@ def baseline_val(prepared: ws.PreparedTask, tmp_path_factory: pytest.TempPathFac
 
 # --- the baseline ---------------------------------------------------------------------------------------------
 
-def test_baseline_val_phase_is_fast_and_beats_the_floor(baseline_val: dict, spec: TaskSpec) -> None:
-    assert baseline_val["seconds"] < VAL_LIMIT_S
+def test_baseline_val_phase_beats_the_floor(baseline_val: dict, spec: TaskSpec) -> None:
+    # Its time is `setup.py --check`'s baseline-val row (60 s on 2 idle cores), not a test's: load would flake it.
     pehe = baseline_val["metrics"]["pehe"]
     assert math.isfinite(pehe) and 0 < pehe < spec.metric.floor
     assert all(math.isfinite(v) for v in baseline_val["metrics"].values())
@@ -142,8 +142,7 @@ def test_driver_never_opens_labels_and_writes_only_out_and_cwd(prepared: ws.Prep
 def test_baseline_test_phase_beats_the_floor(prepared: ws.PreparedTask, spec: TaskSpec, tmp_path: Path) -> None:
     code = code_copy(prepared, tmp_path / "code")
     result, seconds = run_driver(code, "--phase", "test", "--data", str(prepared.public_dir), "--test-inputs",
-                                 str(prepared.test_inputs_dir), "--out", str(tmp_path / "out"),
-                                 timeout=spec.budget.final_test_timeout_s())
+                                 str(prepared.test_inputs_dir), "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     pehe = score("test", tmp_path / "out", prepared, tmp_path)["pehe"]
     assert math.isfinite(pehe) and pehe < spec.metric.floor
@@ -269,3 +268,23 @@ def test_public_data_hides_outcomes_of_val_and_test_units(prepared: ws.PreparedT
     assert sum(map(len, units)) == 747 and train["rep"].nunique() == 10
     description = (TASK_DIR / "description.md").read_text()
     assert "labels" not in description and "test_inputs" not in description and "evaluate.py" not in description
+
+
+# --- the target and the knob surface ---------------------------------------------------------------------------
+
+def test_reference_solution_reaches_the_target(prepared: ws.PreparedTask, spec: TaskSpec, tmp_path: Path) -> None:
+    """checks.reference (the well-specified surface-B fit) scores the target or better on the hidden test."""
+    reference = TASK_DIR / spec.checks.reference
+    files = {p.name: p.read_text() for p in reference.iterdir() if p.is_file()}
+    code = code_copy(prepared, tmp_path / "code", files)
+    result, _ = run_driver(code, "--phase", "test", "--data", str(prepared.public_dir), "--test-inputs",
+                           str(prepared.test_inputs_dir), "--out", str(tmp_path / "out"),
+                           timeout=spec.budget.final_test_timeout_s())
+    assert result.returncode == 0, result.stderr
+    pehe = score("test", tmp_path / "out", prepared, tmp_path)["pehe"]
+    assert spec.metric.best_possible < pehe <= spec.metric.target
+
+
+def test_every_params_value_is_a_declared_knob(spec: TaskSpec) -> None:
+    params = json.loads((TASK_DIR / "baseline" / "params.json").read_text())
+    assert set(params) == set(spec.knobs.space)

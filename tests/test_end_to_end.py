@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import journal_records, run_cli, run_inprocess
 
 BAD_EDIT = """Plan: tune the learner.
@@ -47,7 +49,7 @@ model.py
 
 def test_optuna_quick_start_through_the_cli(causality, tmp_path: Path) -> None:
     # the README's form: results_dir left at its relative default, resolved against the cwd
-    proc = run_cli("agent=optuna", "task=causality", "budget.steps=2", cwd=tmp_path, timeout=600)
+    proc = run_cli("agent=optuna", "task=causality", "budget.steps=2", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "[0002] tune" in proc.stdout and "hidden test" in proc.stdout and "results:" in proc.stdout
     (run_dir,) = (tmp_path / "results" / "optuna" / "causality").iterdir()
@@ -61,6 +63,9 @@ def test_optuna_quick_start_through_the_cli(causality, tmp_path: Path) -> None:
     assert "causality" in scored.stdout and (tmp_path / "report" / "raw.csv").exists()
 
 
+# About a minute of CPU, and covered twice by default: the same operator sequence (failed edit, improve, crash,
+# debug) on toy in test_engine.py, and scripted edits of causality's baseline by aide in test_agents_end_to_end.py.
+@pytest.mark.slow
 def test_greedy_with_scripted_llm_edits_the_causality_baseline(causality, tmp_path: Path) -> None:
     summary, out = run_inprocess("agent=greedy", "task=causality", "budget.steps=3", f"results_dir={tmp_path}",
                                  llm__mock_responses=[BAD_EDIT, T_LEARNER, BUG, FIX])

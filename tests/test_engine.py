@@ -111,12 +111,15 @@ def test_unexecuted_steps_spend_nothing_and_storage_holds_only_changes(toy, tmp_
 
 
 def test_llm_faults_become_recorded_failed_steps(toy, tmp_path: Path, monkeypatch) -> None:
-    from llm_server import HANG, MALFORMED, RATE_LIMIT, SERVER_ERROR, StubLLMServer, ok
+    """Replies the endpoint gave but the agent cannot use are the agent's failed steps; an endpoint
+    fault that a retry gets past is invisible. (Faults outlasting the retries abort: test_outage.py.)"""
+    from llm_server import BAD_REQUEST, EMPTY, HANG, StubLLMServer, ok
 
     monkeypatch.setenv("STUB_KEY", "x")
     with StubLLMServer(hang_s=5) as server:
-        # step 1: 500 forever (retries exhausted); step 2: a timeout then garbage; step 3: 429 then a real edit
-        server.script(SERVER_ERROR, SERVER_ERROR, HANG, MALFORMED, RATE_LIMIT, ok(SLOPE_3))
+        # step 1: a rejected request (not retried); step 2: empty replies (retries exhausted);
+        # step 3: a timeout, then a real edit
+        server.script(BAD_REQUEST, EMPTY, EMPTY, HANG, ok(SLOPE_3))
         summary, out = run_inprocess(
             "agent=greedy", "task=toy", f"results_dir={tmp_path}", "budget.steps=1", "llm=openai_compatible",
             "llm.model=openai/test-model", f"llm.api_base={server.url}", "llm.api_key_env=STUB_KEY",
@@ -124,7 +127,7 @@ def test_llm_faults_become_recorded_failed_steps(toy, tmp_path: Path, monkeypatc
     nodes = [r["node"] for r in journal_records(Path(summary["run_dir"])) if r["kind"] == "finished"]
     assert [n["status"] for n in nodes] == ["ok", "agent_failed", "agent_failed", "ok"]
     assert all("LLM call failed" in n["feedback"] for n in nodes[1:3])
-    assert [n["llm_calls"][0]["attempts"] for n in nodes[1:]] == [2, 2, 2]
+    assert [n["llm_calls"][0]["attempts"] for n in nodes[1:]] == [1, 2, 2]
     assert summary["best"]["val"] == 0.0 and summary["steps"]["experiments"] == 1
 
 
@@ -159,3 +162,44 @@ def test_summary_lines_count_in_words_and_align(toy, tmp_path: Path) -> None:
     best = next(line for line in lines if line.strip().startswith("best (node"))
     assert base.index(" val ") == best.index(" val ")
     assert base.index("hidden test") == best.index("hidden test")
+
+
+BUSY = """Plan: think harder.
+
+### FILE: model.py
+```python
+while True:
+    pass
+```
+"""
+
+
+def test_step_limit_and_compute_budget_are_cpu_time_and_shown_to_the_agent(toy, tmp_path: Path) -> None:
+    """Each executed node records wall and CPU seconds; a CPU-bound step is killed at its CPU-time
+    limit; the compute budget counts CPU time and says so; the agent sees its CPU time per experiment."""
+    replies = ["The baseline underfits.", BUSY, "It never finished."]
+    summary, _ = run_inprocess("agent=aide", "task=toy", "llm=mock", f"results_dir={tmp_path}", "budget.steps=1",
+                               "budget.step_timeout_s=3", llm__mock_responses=replies)
+    run_dir = Path(summary["run_dir"])
+    records = journal_records(run_dir)
+    baseline, busy = [r["node"] for r in records if r["kind"] == "finished"]
+    assert baseline["status"] == "ok" and baseline["clock"] == "cpu"
+    assert baseline["seconds"] > 0 and 0 < baseline["cpu_seconds"] < 3
+    assert busy["status"] == "buggy" and busy["timed_out"] and busy["clock"] == "cpu" and busy["cpu_seconds"] >= 3
+    assert busy["bug_reason"] == f"killed: over the CPU-time limit of 3 s (used {busy['cpu_seconds']:.1f} s)"
+
+    assert summary["budget"]["clock"] == "cpu"
+    cpu_hours = (baseline["cpu_seconds"] + busy["cpu_seconds"]) / 3600
+    assert summary["budget"]["used"]["compute_hours"] == pytest.approx(cpu_hours, abs=1e-5)
+    final = next(r for r in records if r["kind"] == "final")
+    assert final["baseline"]["clock"] == "cpu" and final["baseline"]["cpu_seconds"] > 0
+
+    def prompt(call: dict) -> str:
+        return (run_dir / "blobs" / call["messages"][:2] / call["messages"][2:]).read_text()
+
+    draft = next(c for c in busy["llm_calls"] if c.get("purpose") != "analysis")
+    assert "a limit of 3 s of CPU time, all its processes and threads summed" in prompt(draft)
+    assert "Compute budget: 1 h of experiment CPU time in all." in prompt(draft)
+    review = next(c for c in busy["llm_calls"] if c.get("purpose") == "analysis")
+    assert f"it used {busy['cpu_seconds']:.1f} s of CPU time of the 3 s allowed ({busy['seconds']:.1f} s wall-clock)" \
+        in prompt(review)

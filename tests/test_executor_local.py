@@ -7,6 +7,7 @@ import dataclasses
 import json
 import logging
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -24,6 +25,7 @@ from benchmark.executors.output import CappedWriter
 from benchmark.safefs import remove_tree
 from tests.executor_conformance import (
     BACKGROUND_WRITER,
+    BUSY_FOREVER,
     SLACK_S,
     ExecutorConformance,
     LoopbackServer,
@@ -54,7 +56,7 @@ def _job_cgroups() -> set[str]:
     from benchmark.executors.cgroups import owner_tag
 
     found = set()
-    for controller in ("memory", "pids", "unified"):
+    for controller in ("memory", "pids", "cpuacct", "unified"):
         root = Path("/sys/fs/cgroup") / controller
         if root.is_dir():
             found |= {str(p) for p in root.rglob(f"researchbench-{owner_tag()}-*") if p.is_dir()}
@@ -179,6 +181,21 @@ def test_job_runs_in_its_own_cgroup_with_limits(tmp_path: Path) -> None:
     assert result.ok, err
     assert json.loads(out) == {"memory": 2 << 30, "pids": "77"}
     assert _job_cgroups() <= before
+
+
+@needs_cgroups
+def test_job_cgroup_accounts_the_cpu_time_of_ended_processes() -> None:
+    group = JobCgroup.create(memory_bytes=1 << 30, max_pids=64)
+    assert group is not None
+    try:
+        if group.cpu_seconds() is None:
+            pytest.skip("no writable CPU accounting (cpuacct) here: jobs are measured from /proc")
+        worker = subprocess.Popen([sys.executable, "-c", "import time\nwhile time.process_time() < 0.3: pass"],
+                                  preexec_fn=group.join_from_child)
+        assert worker.wait(timeout=60) == 0
+        assert group.cpu_seconds() >= 0.3  # the worker is gone; its time stays
+    finally:
+        group.remove()
 
 
 @needs_cgroups
@@ -444,6 +461,120 @@ def test_config_is_a_valid_structured_config() -> None:
     assert ex.capacity == 2 and ex.sandbox_mode == "none"
     ex.shutdown()
     assert LocalExecutor(LocalExecutorConfig(sandbox="none", max_parallel=3)).capacity == 3
+
+
+# -- CPU-time limits ---------------------------------------------------------------------------
+
+# (sandbox, use_cgroups): the cgroup's CPU accounting and the /proc reading of the job's processes
+METERS = [pytest.param("bwrap", True, marks=[needs_bwrap, needs_cgroups], id="bwrap-cgroup"),
+          pytest.param("bwrap", False, marks=needs_bwrap, id="bwrap-proc"),
+          pytest.param("none", False, id="none-proc")]
+
+WORK_THEN_EXIT = """
+    import os, sys, time
+    os.sched_setaffinity(0, {int(sys.argv[1])})  # the hog's core
+    while time.process_time() < float(sys.argv[2]):
+        pass
+    print("done", time.process_time(), flush=True)
+"""
+
+
+@pytest.fixture
+def cpu_hog() -> Iterator[int]:
+    """A busy process pinned to one of our cores, for the duration of a test; yields that core."""
+    core = min(os.sched_getaffinity(0))
+    hog = subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{core}}})\nwhile True: pass"])
+    try:
+        yield core
+    finally:
+        hog.kill()
+        hog.wait()
+
+
+@pytest.mark.parametrize("sandbox,use_cgroups", [METERS[0], METERS[2]])
+def test_a_job_slowed_by_a_cpu_hog_is_not_killed(tmp_path: Path, cpu_hog: int, sandbox: str,
+                                                  use_cgroups: bool) -> None:
+    """Sharing its core with a hog, a job needs more wall time than its CPU limit, and is not killed for
+    it; a job that needs more CPU time than its limit is, with the CPU reason."""
+    with LocalExecutor(LocalExecutorConfig(sandbox=sandbox), use_cgroups=use_cgroups) as ex:
+        slowed, out, err = run(ex, make_job(tmp_path, WORK_THEN_EXIT, str(cpu_hog), "1.0", name="fits", timeout_s=1.5))
+        assert slowed.ok, (slowed, err)
+        assert slowed.seconds > 1.5, "the hog did not slow the job (it shares the hog's core)"
+        assert slowed.clock == "cpu" and slowed.cpu_seconds < 1.5
+        assert float(out.split()[1]) <= slowed.cpu_seconds + 0.05  # what the job measured of itself
+
+        over, out, _ = run(ex, make_job(tmp_path, WORK_THEN_EXIT, str(cpu_hog), "1000", name="over", timeout_s=1.5))
+        assert over.timed_out and over.over_cpu_limit and over.exit_code is None and "done" not in out
+        assert over.cpu_seconds >= 1.5
+        assert over.time_problem(1.5) == f"over the CPU-time limit of 1.5 s (used {over.cpu_seconds:.1f} s)"
+
+
+@pytest.mark.parametrize("sandbox,use_cgroups", METERS[1:])
+def test_cpu_time_of_forked_workers_is_summed_without_cgroups(tmp_path: Path, sandbox: str,
+                                                              use_cgroups: bool) -> None:
+    """RLIMIT_CPU is per process; two busy workers under a sleeping parent reach the job's limit together."""
+    job = make_job(tmp_path, """
+        import os, time
+        for _ in range(2):
+            if os.fork() == 0:
+                while True:
+                    time.process_time()
+        time.sleep(10 ** 6)
+    """, timeout_s=2.0)
+    with LocalExecutor(LocalExecutorConfig(sandbox=sandbox), use_cgroups=use_cgroups) as ex:
+        result, _, _ = run(ex, job)
+    assert result.over_cpu_limit and result.cpu_seconds >= 2.0
+
+
+def test_cpu_time_of_an_escaped_process_counts_without_sandbox_or_cgroups(tmp_path: Path) -> None:
+    """A setsid double fork leaves the process tree; the job's environment marker still finds it."""
+    job = make_job(tmp_path, """
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                while True:
+                    time.process_time()
+            os._exit(0)
+        time.sleep(10 ** 6)
+    """, timeout_s=2.0)
+    with LocalExecutor(LocalExecutorConfig(sandbox="none"), use_cgroups=False) as ex:
+        result, _, _ = run(ex, job)
+    assert result.over_cpu_limit and result.cpu_seconds >= 2.0
+
+
+@pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap)])
+def test_a_sleeping_job_is_caught_by_the_wall_backstop(tmp_path: Path, sandbox: str) -> None:
+    cfg = LocalExecutorConfig(sandbox=sandbox, wall_backstop_factor=1.5, wall_backstop_s=1.0)
+    with LocalExecutor(cfg) as ex:
+        result, out, _ = run(ex, make_job(tmp_path, "import time\nprint('asleep', flush=True)\ntime.sleep(10 ** 6)",
+                                          timeout_s=2.0))
+    assert result.timed_out and not result.over_cpu_limit and result.exit_code is None and "asleep" in out
+    assert result.clock == "cpu" and result.wall_limit_s == 4.0 and result.seconds >= 4.0
+    assert result.cpu_seconds < 2.0
+    assert result.time_problem(2.0).startswith("over the wall-clock backstop of 4 s (its CPU-time limit is 2 s; it used ")
+
+
+@pytest.mark.parametrize("factor,seconds", [(0.5, 60.0), (4.0, -1.0)])
+def test_backstop_config_is_validated(factor: float, seconds: float) -> None:
+    with pytest.raises(UserError, match="wall_backstop_factor must be >= 1"):
+        LocalExecutor(LocalExecutorConfig(sandbox="none", wall_backstop_factor=factor, wall_backstop_s=seconds))
+
+
+RLIMIT_REPORTER = "import resource; print(*resource.getrlimit(resource.RLIMIT_CPU))"
+
+
+def test_gpu_jobs_keep_a_wall_clock_limit_and_cpu_jobs_get_rlimit_cpu(tmp_path: Path) -> None:
+    """GPU time is not CPU time: a GPU job is limited by the wall clock, and no RLIMIT_CPU binds it."""
+    with LocalExecutor(LocalExecutorConfig(sandbox="none", gpus=[0])) as ex:
+        gpu, out, _ = run(ex, make_job(tmp_path, RLIMIT_REPORTER, name="gpu", gpus=1, timeout_s=7.5))
+        assert gpu.ok and gpu.clock == "wall" and gpu.wall_limit_s == 7.5
+        assert out.split() == [str(v) for v in resource.getrlimit(resource.RLIMIT_CPU)]  # the harness's own
+        busy, _, _ = run(ex, make_job(tmp_path, BUSY_FOREVER, name="busy", gpus=1, timeout_s=1.0))
+        assert busy.timed_out and busy.clock == "wall" and not busy.over_cpu_limit
+        assert busy.time_problem(1.0) == "over the wall-clock limit of 1 s"
+        cpu, out, _ = run(ex, make_job(tmp_path, RLIMIT_REPORTER, name="cpu", timeout_s=7.5))
+        assert cpu.ok and cpu.clock == "cpu" and out.split() == ["9", "9"]  # a second past the limit, rounded up
 
 
 # -- GPU slots ---------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ def no_modal_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 class TestConformanceStandIn(ExecutorConformance):
     isolated = True
     runs_on_harness_host = False
+    cpu_time_limits = False  # Modal limits wall-clock time and reports no CPU time
 
     @pytest.fixture
     def executor(self, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Executor]:
@@ -244,8 +245,7 @@ def test_run_on_modal_scores_locally_and_never_uploads_labels(toy, tmp_path: Pat
 
     def client() -> StandInModal:
         clients.append(StandInModal(tmp_path / f"standin{len(clients)}", BWRAP))
-        clients[-1].fail_creates_at = {3}  # the network fails while the second experiment starts
-        return clients[-1]
+        return clients[-1]  # Modal failing mid-run aborts it: tests/test_outage.py
 
     monkeypatch.setattr(modal_backend, "modal_client", client)
     overrides = ("agent=optuna", "task=toy", f"results_dir={tmp_path / 'results'}", "budget.steps=3",
@@ -255,10 +255,8 @@ def test_run_on_modal_scores_locally_and_never_uploads_labels(toy, tmp_path: Pat
     assert summary["baseline"]["val"] == 5.0 and summary["baseline"]["test"] == 20.0
     assert summary["best"]["test"] is not None
     standin = clients[-1]
-    assert len(standin.sandboxes) == 1 + 2 + 2  # baseline, experiments but the failed one, two final tests
-    nodes = [r["node"] for r in journal_records(Path(summary["run_dir"])) if r["kind"] == "finished"]
-    failed = [n for n in nodes if "modal: " in (n.get("bug_reason") or "")]
-    assert len(failed) == 1 and "connect" in failed[0]["bug_reason"], "a network failure is a recorded failed step"
+    final_tests = 1 if summary["best"]["node"] == "0000" else 2
+    assert len(standin.sandboxes) == 1 + 3 + final_tests  # baseline, experiments, final tests
     assert all(sb.terminated for sb in standin.sandboxes)
     labels = toy.labels_dir
     secrets = {p.read_bytes() for p in labels.rglob("*") if p.is_file()}

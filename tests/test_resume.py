@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, journal_records, run_cli
+from conftest import HANG_TIMEOUT_S, REPO, journal_records, run_cli
 
 ARGS = ["agent=optuna", "task=toy", "budget.steps=6", "quiet=true"]
 # random sampling only (no TPE), so each step's choice depends on (seed, step) alone, not on the
@@ -46,7 +46,7 @@ def reference(toy, tmp_path_factory) -> tuple[list[tuple], dict]:
     return _nodes(run_dir), json.loads((run_dir / "summary.json").read_text())
 
 
-def _kill_when(results: Path, condition, args: list[str] = ARGS, timeout: float = 120) -> None:
+def _kill_when(results: Path, condition, args: list[str] = ARGS, timeout: float = HANG_TIMEOUT_S) -> None:
     proc = subprocess.Popen([sys.executable, str(REPO / "run_agent_benchmark.py"), *args, f"results_dir={results}"],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + timeout

@@ -122,7 +122,9 @@ def test_hostile_code_is_contained_and_scores_are_unaffected(toy, listener, tmp_
     honest = "Plan: slope 3.\n\n### FILE: params.json\n```json\n{\"slope\": 3.0}\n```\n"
     summary, out = run_inprocess(
         "agent=greedy", "task=toy", f"results_dir={tmp_path / 'results'}", f"budget.steps={len(attacks) + 1}",
-        "budget.step_timeout_s=8", "agent.max_debug_depth=0",
+        "budget.step_timeout_s=20", "agent.max_debug_depth=0",
+        # 20 CPU seconds per step; the sleeper is ended by the wall-clock backstop, 1 x 20 + 4 s
+        "executor.wall_backstop_factor=1", "executor.wall_backstop_s=4",
         llm__mock_responses=[_reply(name, body) for name, body in attacks] + [honest])
     nodes = [r["node"] for r in journal_records(Path(summary["run_dir"])) if r["kind"] == "finished"]
     by_plan = {n["plan"].rstrip("."): n for n in nodes}
@@ -134,6 +136,7 @@ def test_hostile_code_is_contained_and_scores_are_unaffected(toy, listener, tmp_
         assert node["status"] == "buggy" or node["primary"] == 5.0, (name, node["status"], node["primary"])
     assert by_plan["allocate 20 GB"]["status"] == "buggy"
     assert by_plan["sleep forever"]["timed_out"]
+    assert by_plan["sleep forever"]["bug_reason"].startswith("killed: over the wall-clock backstop of 12 s")
     assert by_plan["print 1 GB"]["status"] == "ok"
     stdout_blob = Path(summary["run_dir"]) / "blobs" / by_plan["print 1 GB"]["stdout"][:2] / by_plan["print 1 GB"]["stdout"][2:]
     assert stdout_blob.stat().st_size < 64 * 1024 * 1024

@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 from benchmark.errors import UserError
-from benchmark.scoring import farbench, operators, process, tables
+from benchmark.scoring import comparisons, farbench, operators, process, tables
 from benchmark.scoring.normalize import achievement, fml_ni, unclipped
-from benchmark.scoring.runs import MetricInfo, load_run, load_runs
+from benchmark.scoring.ranges import manifest_range
+from benchmark.scoring.runs import MetricInfo, load_run
+from benchmark.scoring.selection import select_runs
 from benchmark.scoring.stats import bootstrap_ci, domain_balanced, mean_sem, paired
 from conftest import run_cli
 from scoring_runs import Step, write_run
@@ -41,8 +43,9 @@ def golden(tmp_path: Path):
 def test_golden_process_metrics_by_hand(golden) -> None:
     # val steps (executed, not the baseline): 0001 0002 0003 0005 0006 -> K = 5; denominator |0 - 20| = 20
     # best so far: 8, 8, 4, 4, 4 -> ic = 0.1, 0.1, 0.3, 0.3, 0.3
-    assert process.improvement_curve(golden) == pytest.approx([0.1, 0.1, 0.3, 0.3, 0.3])
-    eff = process.efficiency(golden)
+    rng = manifest_range(golden.metric)
+    assert process.improvement_curve(golden, rng) == pytest.approx([0.1, 0.1, 0.3, 0.3, 0.3])
+    eff = process.efficiency(golden, rng)
     assert eff["auc_fml"] == pytest.approx(1.1 / 5)  # over K
     assert eff["auc_budget"] == pytest.approx(1.1 / 6)  # over the budget of 6
     assert eff["first_improvement_step"] == 1
@@ -50,7 +53,7 @@ def test_golden_process_metrics_by_hand(golden) -> None:
     assert eff["best_step_fml"] == 4  # the LAST step equal to the best value (0005, a tie)
     assert eff["best_step"] == 3  # the node the run chose as best (0003, earliest on ties)
     # NI(val) = (10 - 4)/20 = 0.3, NI(test) = (12 - 5)/20 = 0.35
-    assert process.generalization(golden) == pytest.approx(0.05)
+    assert process.generalization(golden, rng) == pytest.approx(0.05)
     assert process.reliability(golden) == pytest.approx({"valid_step_ratio": 3 / 5, "valid_attempt_ratio": 3 / 6})
     assert process.cost(golden) == pytest.approx({"tokens_m": 0.003, "usd": 0.3, "wall_h": 2.0})
 
@@ -60,10 +63,12 @@ def test_golden_farbench_diagnostics_by_hand(golden) -> None:
     d = farbench.diagnostics(golden)
     assert d["IF"] == pytest.approx(1 - 1 / 6)
     assert d["CES"] == pytest.approx(3 / 5)  # 0002 exited 1, 0006 timed out
-    assert d["FA"] == pytest.approx(0.6) and d["b"] == pytest.approx(0.8)
-    assert d["HG"] == pytest.approx((0.8 - 0.6) / (1 - 0.6))
-    assert d["PE"] == pytest.approx((3 / 6 - 1 / 6) * 0.6 + (4 / 6 - 3 / 6) * 0.8 + (1 - 4 / 6) * 0.8)
-    assert d["pass@0.5"] == 1 and d["regime"] == "productive"
+    assert d[farbench.FA] == pytest.approx(0.6) and d[farbench.BEST] == pytest.approx(0.8)
+    assert d[farbench.HG] == pytest.approx((0.8 - 0.6) / (1 - 0.6))
+    assert d[farbench.PE] == pytest.approx((3 / 6 - 1 / 6) * 0.6 + (4 / 6 - 3 / 6) * 0.8 + (1 - 4 / 6) * 0.8)
+    assert d[farbench.PASS] == 1 and d[farbench.REGIME] == "productive"
+    # validation scores sit on test-scale anchors (no val-scale ones exist): the names say so
+    assert farbench.FA == "FA (val on test anchors)" and "IF" in d and "CES" in d
 
 
 def test_golden_operators_and_cost_per_improvement(golden) -> None:
@@ -97,14 +102,14 @@ def test_golden_scores_row(golden) -> None:
 ])
 def test_three_normalizations(direction, floor, target, best, base, agent, ni, ach, unc) -> None:
     metric = MetricInfo("m", direction, floor, target, best)
-    assert fml_ni(metric, agent, base) == pytest.approx(ni)
+    assert fml_ni(manifest_range(metric), agent, base) == pytest.approx(ni)
     assert achievement(metric, agent) == pytest.approx(ach)
     assert unclipped(metric, agent) == pytest.approx(unc)
 
 
 def test_missing_scores_follow_each_convention() -> None:
     metric = MetricInfo("m", "lower", 20.0, 0.0)
-    assert fml_ni(metric, None, 10.0) == 0.0  # FML-bench credits the baseline
+    assert fml_ni(manifest_range(metric), None, 10.0) == 0.0  # FML-bench credits the baseline
     assert achievement(metric, None) == 0.0  # FARBench: an unscored episode is 0
     assert math.isnan(unclipped(metric, None))  # ours: unknown stays unknown
 
@@ -113,7 +118,7 @@ def test_early_plateau_stuck_low_zero_and_never_enter(tmp_path: Path) -> None:
     def regime(*steps, budget=10) -> str:
         run = write_run(tmp_path / str(len(list(tmp_path.iterdir()))), "a", "t", 0,
                         [Step("0000", "baseline", "ok", 30.0), *steps], budget_steps=budget)
-        return farbench.diagnostics(load_run(run))["regime"]
+        return farbench.diagnostics(load_run(run))[farbench.REGIME]
 
     assert regime(Step("0001", "draft", "buggy", None, ["0000"])) == "never_enters_loop"
     assert regime(Step("0001", "draft", "ok", 25.0, ["0000"])) == "scored_zero"  # worse than the floor of 20
@@ -140,7 +145,7 @@ def _runs(tmp_path: Path, specs) -> list:
                                                Step("0001", "draft", "ok", best_val, ["0000"])],
                   baseline_test=12.0, best_test=test, budget_steps=budget, domain=f"d-{task[-1]}",
                   run_id=f"seed{seed}-b{budget}")
-    return load_runs(tmp_path, warn=lambda line: None)
+    return select_runs(tmp_path, warn=lambda line: None).runs
 
 
 def test_grouping_refuses_to_mix_budgets(tmp_path: Path) -> None:
@@ -148,10 +153,10 @@ def test_grouping_refuses_to_mix_budgets(tmp_path: Path) -> None:
         ("aide", "t1", 0, 2, 8.0, 8.0), ("aide", "t1", 1, 2, 6.0, 6.0), ("aide", "t1", 0, 10, 2.0, 2.0)])))
     groups = tables.groups_table(df)
     assert sorted(groups["budget"]) == ["10exp/$1/1h", "2exp/$1/1h"]  # two groups, never one mean
-    assert groups.set_index("budget").loc["2exp/$1/1h", "runs"] == 2
-    with pytest.raises(UserError, match="different budgets .*add budget to --group-by"):
+    assert groups.set_index("budget").loc["2exp/$1/1h", "n"] == 2
+    with pytest.raises(UserError, match="different budget values .*add budget to --group-by"):
         tables.groups_table(df, ["agent", "task"])
-    pivot = tables.score_pivot(df, "achievement")
+    pivot = comparisons.score_pivot(df, "achievement")
     assert sorted(pivot.index) == ["aide [10exp/$1/1h]", "aide [2exp/$1/1h]"]
 
 
@@ -161,17 +166,28 @@ def test_seed_statistics_paired_comparison_and_shared_task_means(tmp_path: Path)
         ("A", "t1", 0, 5, 6.0, 6.0), ("A", "t1", 1, 5, 6.0, 8.0), ("A", "t2", 0, 5, 6.0, 10.0),
         ("B", "t1", 0, 5, 6.0, 8.0), ("B", "t1", 1, 5, 6.0, 10.0), ("B", "t2", 0, 5, 6.0, 12.0),
         ("B", "t2", 1, 5, 6.0, 12.0), ("C", "t1", 0, 5, 6.0, 4.0)])))
-    result = tables.paired_table(df, "A", "B").iloc[0]
-    assert result["pairs"] == 3  # (t2, seed 1) exists for B only: left out, not imputed
+    table = comparisons.paired_table(df, "A", "B")
+    result = table.iloc[0]
+    assert result["scope"] == "all shared tasks (2)" and result["tasks"] == 2
+    assert result["n"] == 3  # (t2, seed 1) exists for B only: left out, not imputed
     assert result["mean_diff"] == pytest.approx(0.1) and result["win_rate"] == 1.0
     assert result["ci_low"] == pytest.approx(0.1) and result["ci_high"] == pytest.approx(0.1)
-    pivot = tables.score_pivot(df, "achievement")
+    assert list(table["scope"]) == ["all shared tasks (2)", "t1", "t2"]  # then each task alone
+    assert list(table["n"]) == [3, 2, 1]
+    groups = tables.groups_table(df).set_index(["agent", "task"])
+    assert groups.loc[("B", "t2"), "n"] == 2 and groups.loc[("A", "t2"), "n"] == 1
+    assert groups.loc[("A", "t1"), "achievement_n"] == 2 and groups.loc[("A", "t1"), "fml_ni_n"] == 2
+    pivot = comparisons.score_pivot(df, "achievement")
     assert pivot.loc["A", "MEAN (shared tasks)"] == pytest.approx(0.65)  # t1 only: (0.7 + 0.6) / 2
-    assert pivot.loc["C", "missing"] == "t2" and pivot.loc["A", "shared tasks"] == "1/2"
-    domains = tables.domain_table(df)
-    assert domains.loc["C", "FARBench score"] == pytest.approx((80 + 0) / 2)  # a missing task counts 0
+    assert pivot.loc["C", "missing"] == "t2" and pivot.loc["A", "shared tasks"] == "1 of 2: t1"
+    assert list(pivot["n"]) == ["1-2", "2", "1"]  # trials per task: A has 2 on t1 and 1 on t2
+    domains = comparisons.domain_table(df)
+    assert domains.loc["C", "FARBench score"] == "incomplete" and domains.loc["C", "domain:d-2"] == "incomplete"
+    assert domains.loc["C", "domain:d-1"] == pytest.approx(80) and domains.loc["C", "missing"] == "t2"
+    zero = comparisons.domain_table(df, missing_zero=True)  # FARBench's own convention, on request
+    assert zero.loc["C", "FARBench score"] == pytest.approx((80 + 0) / 2) and zero.loc["C", "missing"] == "t2 (counted 0)"
     with pytest.raises(UserError, match="no such agent"):
-        tables.paired_table(df, "A", "Z")
+        comparisons.paired_table(df, "A", "Z")
 
 
 def test_stats_helpers() -> None:
@@ -182,6 +198,8 @@ def test_stats_helpers() -> None:
     assert paired({("t", 0): 1.0, ("t", 1): 0.0}, {("t", 0): 0.5, ("t", 1): 0.0})["win_rate"] == 0.75
     scores = domain_balanced({"a": 1.0, "b": 0.0, "c": 0.5}, {"a": "x", "b": "x", "c": "y"}, ["a", "b", "c"])
     assert scores == pytest.approx({"domain:x": 50.0, "domain:y": 50.0, "FARBench score": 50.0})
+    partial = domain_balanced({"a": 1.0, "c": 0.5}, {"a": "x", "b": "x", "c": "y"}, ["a", "b", "c"])
+    assert partial == {"domain:x": "incomplete", "domain:y": 50.0, "FARBench score": "incomplete"}
 
 
 def test_torn_and_corrupt_journals_are_named_not_fatal(tmp_path: Path) -> None:
@@ -194,12 +212,15 @@ def test_torn_and_corrupt_journals_are_named_not_fatal(tmp_path: Path) -> None:
     (tmp_path / "a" / "t" / "empty").mkdir()
     (tmp_path / "a" / "t" / "empty" / "summary.json").write_text("{")
     said: list[str] = []
-    runs = load_runs(tmp_path, warn=said.append)
+    chosen = select_runs(tmp_path, warn=said.append)
+    runs = chosen.runs
     assert [r.seed for r in runs] == [0] and len(runs[0].nodes) == 7
     assert any(str(good) in line and "torn" in line for line in said)
-    assert any(line.startswith(f"warning: skipped {bad}: journal line 2") for line in said)
-    assert any(line.startswith("warning: skipped") and "empty" in line for line in said)
+    assert any(line.startswith(f"warning: not scored: {bad}: journal line 2") for line in said)
+    assert any(line.startswith("warning: not scored") and "empty" in line for line in said)
     assert all("\n" not in line for line in said)
+    assert {(row["run"], row["status"]) for row in chosen.not_scored} == {
+        (str(bad), "unreadable"), (str(tmp_path / "a" / "t" / "empty"), "unreadable")}
     assert (good / "journal.jsonl").read_bytes().endswith(b'"id": "00')  # the scorer never repairs a run
 
 
@@ -209,7 +230,7 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         ([str(tmp_path / "nope")], "does not exist"),
         ([str(tmp_path / "results"), "--out", str(tmp_path / "results" / "x")], "inside the results"),
         ([str(tmp_path / "results"), "--suite", "nosuch", "--out", str(tmp_path / "o")], "unknown suite 'nosuch'"),
-        ([str(tmp_path / "results"), "--agent", "zzz", "--out", str(tmp_path / "o")], "no readable runs matching"),
+        ([str(tmp_path / "results"), "--agent", "zzz", "--out", str(tmp_path / "o")], "no scorable runs matching"),
     ]:
         proc = run_cli(*args, "--no-embeddings", script="compute_agent_metrics.py")
         assert proc.returncode == 2, proc.stderr
@@ -217,18 +238,14 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         assert "Traceback" not in proc.stderr
 
 
-def test_unfinished_runs_are_skipped_with_a_note_unless_asked(tmp_path: Path) -> None:
-    import json
-
-    run_dir = write_run(tmp_path, "a", "t", 0, golden_steps(), baseline_test=12.0, best_test=5.0)
-    summary = json.loads((run_dir / "summary.json").read_text())
-    (run_dir / "summary.json").write_text(json.dumps({**summary, "status": "interrupted"}))
+def test_unfinished_runs_are_listed_as_not_scored_unless_asked(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path, "a", "t", 0, golden_steps(), baseline_test=12.0, best_test=5.0, status="interrupted")
     said: list[str] = []
-    with pytest.raises(UserError, match="no readable runs"):
-        load_runs(tmp_path, warn=said.append)
-    assert said == [f"note: skipped {run_dir}: status 'interrupted', not finished "
+    with pytest.raises(UserError, match="no scorable runs under .* \\(1 not scored, listed above\\)"):
+        select_runs(tmp_path, warn=said.append)
+    assert said == [f"note: not scored: {run_dir}: status 'interrupted', not finished "
                     f"(resume it, or pass --include-unfinished)"]
-    assert len(load_runs(tmp_path, warn=said.append, unfinished=True)) == 1
+    assert len(select_runs(tmp_path, warn=said.append, unfinished=True).runs) == 1
 
 
 def test_run_page_tree_survives_a_deep_debug_chain(tmp_path: Path) -> None:

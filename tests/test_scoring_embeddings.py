@@ -13,7 +13,7 @@ import pytest
 from benchmark.errors import UserError
 from benchmark.scoring.embeddings import EmbeddingUnavailable, Embedder, embed_runs, pooled
 from benchmark.scoring.pipeline import Options, score
-from benchmark.scoring.runs import load_runs
+from benchmark.scoring.selection import select_runs
 from scoring_runs import build_tiny_roberta, write_run
 from test_scoring import golden_steps
 
@@ -58,13 +58,26 @@ def test_tiny_roberta_chunks_pools_and_caches(tiny_model: Path, tmp_path: Path) 
 
 def test_exploration_uses_the_runs_stored_baseline(tiny_model: Path, tmp_path: Path) -> None:
     run_dir = write_run(tmp_path / "results", "a", "t", 0, golden_steps(), baseline_test=12.0, best_test=5.0)
-    (run,) = load_runs(tmp_path / "results", warn=lambda line: None)
+    (run,) = select_runs(tmp_path / "results", warn=lambda line: None).runs
     embedder = Embedder(str(tiny_model), tmp_path / "cache", device="cpu")
     embedded = embed_runs([run], embedder)[str(run_dir)]
     steps, base = embedded["mean"]
     assert steps.shape[0] == 5  # one per val step, baseline excluded
     direct = embedder.embed(["x = 1\n"])  # the baseline's stored snapshot (write_run's default file)
     np.testing.assert_allclose(base, pooled(next(iter(direct.values())), "mean"))
+
+
+def test_blank_code_is_the_zero_vector_as_fml_bench_embeds_it(tiny_model: Path, tmp_path: Path) -> None:
+    steps = golden_steps()
+    steps[1].files = {"model.py": "  \n\t\n"}  # the agent emptied the file
+    run_dir = write_run(tmp_path / "results", "a", "t", 0, steps, baseline_test=12.0, best_test=5.0)
+    (run,) = select_runs(tmp_path / "results", warn=lambda line: None).runs
+    embedder = Embedder(str(tiny_model), tmp_path / "cache", device="cpu")
+    embedded = embed_runs([run], embedder)[str(run_dir)]
+    for pooling in ("fml", "mean"):
+        vectors = embedded[pooling][0]
+        assert not vectors[0].any() and all(v.any() for v in vectors[1:])  # zero, not the encoding of <s></s>
+    assert embedder.computed == 4  # the blank snapshot was never sent to the model
 
 
 def test_scoring_with_the_tiny_model_fills_exploration(tiny_model: Path, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import HANG_TIMEOUT_S
 from task_testkit import (evaluate_ok, evaluator_module, overlay, prepare_task, rejects_inprocess, run_sandboxed,
                           searcher, task_dir, task_module)
 
@@ -57,6 +58,33 @@ def test_prepare_is_deterministic_and_graphs_are_dags(prepared, tmp_path):
     x = pd.read_csv(prepared.public_dir / "val" / "v0.csv").to_numpy()
     assert x.shape == (1000, 10) and np.allclose(x.mean(0), 0, atol=1e-4) and np.allclose(x.std(0), 1, atol=1e-3)
     assert sorted(p.name for p in prepared.public_dir.rglob("*") if p.is_file()) == [f"v{k}.csv" for k in range(6)]
+
+
+def test_dataset_numbers_do_not_reveal_the_sem_type(prepared):
+    """Each split numbers its datasets in its own seeded order: neither the number nor the driver's call
+    order (which follows it) tells a dataset's SEM, and knowing val's order says nothing about test's."""
+    tables = {phase: pd.read_csv(prepared.labels_dir / f"{phase}_datasets.csv") for phase in ("val", "test")}
+    orders = {phase: table.sort_values("dataset")["sem"].tolist() for phase, table in tables.items()}
+    generation_order = [f"{method}-{sem}" for method, sem in cd_prepare.SEMS]
+    assert sorted(orders["val"]) == sorted(orders["test"]) == sorted(generation_order)
+    assert orders["val"] != orders["test"]
+    assert generation_order not in orders.values()
+
+
+def test_reference_diagnosis_separates_the_identifiable_datasets(prepared):
+    """The reference runs DirectLiNGAM exactly where the SEM is linear with non-Gaussian noise: its
+    residual-skewness statistic is above the threshold on those datasets and only on those."""
+    reference = task_module(NAME, "reference/model")
+    datasets = pd.read_csv(prepared.labels_dir / "val_datasets.csv")
+    for name, sem in zip(datasets["dataset"], datasets["sem"]):
+        x = pd.read_csv(prepared.public_dir / "val" / f"{name}.csv").to_numpy()
+        skewed = reference.residual_skewness(x) > reference.SKEW_THRESHOLD
+        assert skewed == (sem in ("linear-exp", "linear-gumbel")), (name, sem)
+
+
+def test_every_params_value_is_a_declared_knob(prepared):
+    params = json.loads((task_dir(NAME) / "baseline" / "params.json").read_text())
+    assert set(params) == set(prepared.spec.knobs.space)
 
 
 def test_floor_is_the_empty_graph_and_the_trivial_overlay_scores_it(prepared, tmp_path):
@@ -156,7 +184,8 @@ def test_driver_rejects_bad_graphs(prepared, tmp_path, body, reason):
     shutil.copytree(prepared.baseline_dir, code)
     (code / "model.py").write_text(f"import numpy as np\ndef discover(x, params):\n    {body}\n")
     result = subprocess.run([sys.executable, "driver.py", "--phase", "val", "--data", str(prepared.public_dir),
-                             "--out", str(tmp_path / "out")], cwd=code, capture_output=True, text=True, timeout=60)
+                             "--out", str(tmp_path / "out")], cwd=code, capture_output=True, text=True,
+                            timeout=HANG_TIMEOUT_S)
     assert result.returncode == 1 and reason in result.stderr, result.stderr
     assert not (tmp_path / "out" / "predictions.csv").exists()
 
@@ -172,3 +201,12 @@ def test_baseline_reproduces_its_recorded_seed(prepared, tmp_path):
         assert spec.metric.better(outcome.primary, spec.metric.floor)
     knob_values = json.loads((task_dir(NAME) / "baseline" / "params.json").read_text())
     assert knob_values["algorithm"] in spec.knobs.space["algorithm"].choices
+
+
+@pytest.mark.slow
+def test_reference_solution_reaches_the_target(prepared, tmp_path):
+    """The manifest's target is what reference/model.py scores on test, in the sandbox."""
+    spec = prepared.spec
+    outcome, _ = run_sandboxed(prepared, overlay(spec, "reference"), "test", tmp_path, seed=0)
+    assert outcome.ok, outcome.bug_reason
+    assert outcome.primary == pytest.approx(spec.metric.target)

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmark.task_check import FAIL, PASS, SKIP, check_task
+from benchmark.task_check import FAIL, PASS, SKIP, WARN, check_task
 from tests.conftest import FIXTURES, run_cli
 
 LINE = FIXTURES / "check_tasks" / "line"
+# The baseline's recorded test score (every seed): its line through the origin, exactly as the evaluator prints it.
+TEST_MSE = yaml.safe_load((LINE / "task.yaml").read_text())["baseline"]["test"][0]
 # Checks the negative tests do not need: they are the slow or unrelated ones.
 ONLY_PHASES = ("label-probe", "prepare-deterministic")
 
@@ -47,9 +49,10 @@ def test_good_task_passes_every_check_through_the_cli(tmp_path: Path) -> None:
     rows = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines()
             if line.startswith("  ") and len(line.split()) > 1}
     expected = {"manifest", "description", "prepare", "prepare-deterministic", "isolation", "label-probe",
-                "baseline-val", "determinism", "baseline-test", "baseline-record", "trivial:checks/mean"}
+                "baseline-val", "determinism", "baseline-test", "baseline-record", "target-spread",
+                "trivial:checks/mean"}
     assert set(rows) == expected and set(rows.values()) == {PASS}, result.stdout
-    assert "line: 11 passed, 0 failed, 0 skipped" in result.stdout and "all checks passed" in result.stdout
+    assert "line: 12 passed, 0 failed, 0 skipped in" in result.stdout and "all checks passed" in result.stdout
     assert "walked" in result.stdout  # the probe really walked the sandbox
     assert (tmp_path / "ws" / "line" / ".checksums.json").is_file()  # --check also prepares
 
@@ -96,15 +99,15 @@ def test_non_deterministic_baseline_fails(tmp_path: Path) -> None:
     task = copy_task(tmp_path)
     model = task / "baseline" / "model.py"
     model.write_text(model.read_text().replace(
-        "    return [my + slope * (x - mx) for x in xs]",
+        "    return [slope * x for x in xs]",
         "    import random\n    noise = random.SystemRandom().random() * 0.1 + 0.01  # not seeded: differs every run\n"
-        "    return [my + slope * (x - mx) + noise for x in xs]"))
+        "    return [slope * x + noise for x in xs]"))
     report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("trivial",))
     st = statuses(report)
     assert st["determinism"] == FAIL and st["baseline-val"] == PASS
     row = next(r for r in report.rows if r.name == "determinism")
     assert "two val runs with seed 0 differ in mse" in row.detail
-    assert st["baseline-record"] == FAIL  # the record says 0.0, the noisy baseline does not reproduce it
+    assert st["baseline-record"] == FAIL  # the noisy baseline does not reproduce the record
 
 
 def test_stale_baseline_record_fails_and_missing_record_is_skipped(tmp_path: Path) -> None:
@@ -112,7 +115,8 @@ def test_stale_baseline_record_fails_and_missing_record_is_skipped(tmp_path: Pat
     edit_manifest(task, baseline={"seeds": [5], "val": [0.0], "test": [1.5]})
     report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("determinism", "trivial"))
     row = next(r for r in report.rows if r.name == "baseline-record")
-    assert row.status == FAIL and "seed 5 does not reproduce" in row.detail and "test 0 vs recorded 1.5" in row.detail
+    assert row.status == FAIL and "seed 5 does not reproduce" in row.detail
+    assert f"test reproduced {TEST_MSE!r}, recorded 1.5 (relative difference 0.8311, tolerance 0.0001)" in row.detail
     assert "seed 5" in next(r for r in report.rows if r.name == "baseline-val").detail  # runs with the record's seed
 
     edit_manifest(task, baseline=None)
@@ -181,21 +185,15 @@ def test_slow_baseline_val_fails(tmp_path: Path) -> None:
     report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("determinism", "trivial", "baseline-test"),
                         val_seconds_limit=0.0)
     row = next(r for r in report.rows if r.name == "baseline-val")
-    assert row.status == FAIL and "over the 0s a baseline val phase may take" in row.detail
+    assert row.status == FAIL and "CPU s, over the 0 s a baseline val phase may take" in row.detail, row.detail
 
 
 def test_reference_check_runs_only_when_asked_and_needs_the_target_on_every_seed(tmp_path: Path) -> None:
     task = copy_task(tmp_path)
     skip = ONLY_PHASES + ("isolation", "baseline-val", "baseline-test", "determinism", "trivial:checks/mean")
-    # Not asked for: no reference row, even without a checks.reference entry.
+    # Not asked for: no reference row.
     assert "reference" not in statuses(check_task(task, root=tmp_path / "ws", skip=skip))
-    # Asked for, but the manifest names none: the row fails and says what to add.
-    report = check_task(task, root=tmp_path / "ws", skip=skip, reference=True)
-    row = next(r for r in report.rows if r.name == "reference")
-    assert row.status == FAIL and "checks.reference" in row.detail
-    # The baseline's own line is exact (test mse 0.0): as a reference it reaches the 0.01 target on seeds 0, 1, 2.
-    shutil.copytree(task / "baseline", task / "reference", ignore=shutil.ignore_patterns("driver.py"))
-    edit_manifest(task, checks__reference="reference")
+    # The fixture's reference fits the intercept the baseline leaves out: test mse 0 on seeds 0, 1, 2.
     report = check_task(task, root=tmp_path / "ws", skip=skip, reference=True)
     row = next(r for r in report.rows if r.name == "reference")
     assert row.status == PASS and "seed 2" in row.detail, row.detail
@@ -204,3 +202,51 @@ def test_reference_check_runs_only_when_asked_and_needs_the_target_on_every_seed
     report = check_task(task, root=tmp_path / "ws", skip=skip, reference=True)
     row = next(r for r in report.rows if r.name == "reference")
     assert row.status == FAIL and "misses the target" in row.detail and "seed 0" in row.detail, row.detail
+    # A manifest that names no reference fails the row, saying what to add.
+    edit_manifest(task, checks={"trivial": ["checks/mean"]})
+    report = check_task(task, root=tmp_path / "ws", skip=skip, reference=True)
+    row = next(r for r in report.rows if r.name == "reference")
+    assert row.status == FAIL and "checks.reference" in row.detail
+
+
+def test_a_hand_rounded_record_fails_with_both_values_in_full_precision(tmp_path: Path) -> None:
+    """The record must be the exact score. Rounded to 4 digits, val 0.2832409972299165 is 1.4e-4 off (over the
+    tolerance) and fails, printing every digit of both values and what to do; test 0.2533240997229921 is
+    0.95e-4 off and passes by luck of its digits, which is why records are copied, never rounded."""
+    task = copy_task(tmp_path)
+    edit_manifest(task, baseline={"seeds": [0], "val": [0.2832], "test": [0.2533]})
+    report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("determinism", "trivial"))
+    row = next(r for r in report.rows if r.name == "baseline-record")
+    assert row.status == FAIL and report.failed == ["baseline-record"], report.table()
+    assert ("val reproduced 0.2832409972299165, recorded 0.2832 (relative difference 0.0001447, tolerance 0.0001)"
+            in row.detail), row.detail
+    assert "test reproduced" not in row.detail
+    assert "Record the reproduced values exactly as printed" in row.detail and "bumping its version" in row.detail
+
+
+def test_target_within_the_baseline_seed_spread_warns_without_failing(tmp_path: Path) -> None:
+    task = copy_task(tmp_path)
+    skip = ONLY_PHASES + ("isolation", "baseline-val", "baseline-test", "determinism", "trivial:checks/mean")
+    # The recorded baseline (test 0.253 on every seed) is far from the 0.01 target: the row passes.
+    report = check_task(task, root=tmp_path / "ws", skip=skip)
+    row = next(r for r in report.rows if r.name == "target-spread")
+    assert row.status == PASS and "lies outside the baseline's seed spread" in row.detail, row.detail
+    # Seeds 1 and 2 of the recorded baseline reach the 0.01 target: a warning, and the check still passes.
+    edit_manifest(task, baseline={"seeds": [0, 1, 2], "val": [0.0] * 3, "test": [TEST_MSE, 0.0, 0.005]})
+    report = check_task(task, root=tmp_path / "ws", skip=skip)
+    row = next(r for r in report.rows if r.name == "target-spread")
+    assert row.status == WARN and report.ok and report.warned == ["target-spread"], report.table()
+    assert "the baseline reaches it on seeds 1, 2" in row.detail and "Headroom" in row.detail
+    assert "1 warned (target-spread)" in report.table() and report.table().endswith(": ok")
+    # No seed reaches a 0.45 target, but the seeds (0.5, 0.6, 0.7: mean 0.6, SD 0.1) straddle it within 2 SD.
+    edit_manifest(task, metric__target=0.45, baseline={"seeds": [0, 1, 2], "val": [0.0] * 3, "test": [0.5, 0.6, 0.7]})
+    row = next(r for r in check_task(task, root=tmp_path / "ws", skip=skip).rows if r.name == "target-spread")
+    assert row.status == WARN and "within 2 SD of their mean" in row.detail and "SD 0.1" in row.detail, row.detail
+    # 2.5 SD from the mean is outside the spread.
+    edit_manifest(task, metric__target=0.35)
+    row = next(r for r in check_task(task, root=tmp_path / "ws", skip=skip).rows if r.name == "target-spread")
+    assert row.status == PASS, row.detail
+    # Without a record there is nothing to compare.
+    edit_manifest(task, baseline=None)
+    row = next(r for r in check_task(task, root=tmp_path / "ws", skip=skip).rows if r.name == "target-spread")
+    assert row.status == SKIP

@@ -13,7 +13,8 @@ import pytest
 
 from benchmark import workspace as ws
 from benchmark.task import TaskSpec
-from tests.task_harness import code_copy, load_evaluator, prepare_into, reproduce_seed, run_driver, spec_of
+from tests.task_harness import (code_copy, load_evaluator, prepare_into, reference_reaches_target, reproduce_seed,
+                                run_driver, spec_of)
 
 NAME = "domain_generalization"
 FEATURES = [f"x{i}" for i in range(128)]
@@ -166,3 +167,8 @@ def test_baseline_seed_reproduces_the_record(prepared: ws.PreparedTask, spec: Ta
     val, test = reproduce_seed(prepared, tmp_path)
     assert spec.baseline is not None
     assert val == pytest.approx(spec.baseline.val[0], abs=1e-9) and test == pytest.approx(spec.baseline.test[0], abs=1e-9)
+
+
+@pytest.mark.slow
+def test_reference_reaches_the_target(prepared: ws.PreparedTask, tmp_path: Path) -> None:
+    reference_reaches_target(prepared, tmp_path)

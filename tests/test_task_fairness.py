@@ -1,4 +1,4 @@
-"""The fairness task: prepare, the accuracy floor (same rule on val and test), trivial predictors, the
+"""The fairness task: prepare, the parity audit (same rule on val and test), trivial predictors, the
 evaluator on hostile input, and that the val phase cannot reach the labels.
 
 Phases run through the real sandbox and evaluator; the baseline's reproduction is slow-marked.
@@ -58,47 +58,63 @@ def _predictions(tmp_path: Path, ids, pred) -> Path:
     return folder
 
 
+def _quota(labels: pd.DataFrame, score: np.ndarray, rate: float) -> np.ndarray:
+    """Select the top `rate` share of each group by `score`: equal positive rates up to rounding."""
+    pred = np.zeros(len(labels), dtype=int)
+    for g in (0, 1):
+        rows = np.flatnonzero(labels["a"].to_numpy() == g)
+        pred[rows[np.argsort(-score[rows], kind="stable")[:int(round(rate * len(rows)))]]] = 1
+    return pred
+
+
 @pytest.mark.parametrize("phase", ["val", "test"])
-def test_the_accuracy_floor_is_the_same_rule_on_val_and_test(prepared, tmp_path, phase):
-    """The perfect predictor scores 0; flipping labels just past the floor turns the score to the worst
-    value (1.0) even though its parity is better; the rule's threshold is the evaluator's one constant."""
+def test_the_parity_audit_is_the_same_rule_on_val_and_test(prepared, tmp_path, phase):
+    """The perfect predictor is accurate but unequal (base rates differ): it scores 0. Equal quotas per
+    group pass and score their accuracy; moving one group past the tolerance scores 0 again."""
     spec = prepared.spec
+    tolerance = evaluator_module(spec).PARITY_TOLERANCE
+    assert tolerance == 0.005 and "0.005" in (task_dir(NAME) / "description.md").read_text()
     labels = pd.read_csv(prepared.labels_dir / f"{phase}_labels.csv")
-    metrics = evaluate_ok(spec, phase, _predictions(tmp_path, labels["id"], labels["y"]), prepared.labels_dir, tmp_path)
-    assert metrics["accuracy"] == 1.0 and metrics["dpd_at_floor"] == metrics["dpd"] > 0
-    floor = evaluator_module(spec).ACCURACY_FLOOR
-    n_wrong = int(np.floor((1 - floor) * len(labels))) + 1  # one error too many
-    pred = labels["y"].to_numpy().copy()
-    pred[:n_wrong] = 1 - pred[:n_wrong]
-    metrics = evaluate_ok(spec, phase, _predictions(tmp_path, labels["id"], pred), prepared.labels_dir, tmp_path)
-    assert metrics["accuracy"] < floor and metrics["meets_floor"] == 0.0 and metrics["dpd_at_floor"] == 1.0
-    assert "0.70" in (task_dir(NAME) / "description.md").read_text() and floor == 0.70
+    y = labels["y"].to_numpy()
+    metrics = evaluate_ok(spec, phase, _predictions(tmp_path, labels["id"], y), prepared.labels_dir, tmp_path)
+    assert metrics["accuracy"] == 1.0 and metrics["dpd"] > tolerance and metrics["accuracy_at_parity"] == 0.0
+    fair = _quota(labels, y + 0.01 * np.arange(len(y)) / len(y), 0.3)  # the true positives first
+    metrics = evaluate_ok(spec, phase, _predictions(tmp_path, labels["id"], fair), prepared.labels_dir, tmp_path)
+    assert metrics["dpd"] <= tolerance and metrics["meets_parity"] == 1.0
+    assert metrics["accuracy_at_parity"] == metrics["accuracy"] > 0.8
+    older = np.flatnonzero((labels["a"].to_numpy() == 1) & (fair == 0))
+    unfair = fair.copy()
+    unfair[older[:int(0.01 * (labels["a"] == 1).sum()) + 1]] = 1  # the older group's rate up by 1 point
+    metrics = evaluate_ok(spec, phase, _predictions(tmp_path, labels["id"], unfair), prepared.labels_dir, tmp_path)
+    assert metrics["dpd"] > tolerance and metrics["meets_parity"] == 0.0 and metrics["accuracy_at_parity"] == 0.0
 
 
 @pytest.mark.parametrize("kind", ["all-zero", "all-one", "random-half"])
-def test_label_blind_predictors_cannot_win(prepared, tmp_path, kind):
-    """Constant and random predictors have parity ~0 but fail the accuracy floor: the worst score."""
+def test_label_blind_predictors_cannot_beat_the_floor(prepared, tmp_path, kind):
+    """Constant predictors pass the audit with at most the majority-label accuracy; a random one
+    misses it or scores about 0.5."""
     spec = prepared.spec
     labels = pd.read_csv(prepared.labels_dir / "test_labels.csv")
     pred = {"all-zero": np.zeros(len(labels)), "all-one": np.ones(len(labels)),
             "random-half": np.random.default_rng(0).integers(0, 2, len(labels))}[kind].astype(int)
     metrics = evaluate_ok(spec, "test", _predictions(tmp_path, labels["id"], pred), prepared.labels_dir, tmp_path)
-    assert metrics["dpd_at_floor"] == 1.0
-    assert not spec.metric.better(metrics["dpd_at_floor"], spec.metric.floor)
+    assert not spec.metric.better(metrics["accuracy_at_parity"], spec.metric.floor)
 
 
 def test_trivial_overlays_score_no_better_than_the_floor(prepared, tmp_path):
-    """Run for real: the majority-label overlay scores 1.0; the unaware model scores exactly the floor."""
+    """Run for real: the majority-label overlay scores the floor (val) or just under it (test); the
+    fairness-unaware model misses the parity audit and scores 0."""
     spec = prepared.spec
-    assert spec.checks.trivial == ("checks/constant",)
+    assert spec.checks.trivial == ("checks/constant", "checks/unaware")
     scores = {}
-    for folder in ("checks/constant", "checks/unaware"):
-        outcome, _ = run_sandboxed(prepared, overlay(spec, folder), "test", tmp_path / Path(folder).name)
-        assert outcome.ok, outcome.bug_reason
-        scores[folder] = outcome.primary
-        assert not spec.metric.better(outcome.primary, spec.metric.floor)
-    assert scores["checks/constant"] == 1.0
-    assert scores["checks/unaware"] == pytest.approx(spec.metric.floor, rel=1e-9)
+    for folder in spec.checks.trivial:
+        for phase in ("val", "test"):
+            outcome, _ = run_sandboxed(prepared, overlay(spec, folder), phase, tmp_path / f"{Path(folder).name}-{phase}")
+            assert outcome.ok, outcome.bug_reason
+            scores[folder, phase] = outcome.primary
+            assert not spec.metric.better(outcome.primary, spec.metric.floor)
+    assert scores["checks/constant", "val"] == pytest.approx(spec.metric.floor, rel=1e-9)
+    assert scores["checks/unaware", "val"] == scores["checks/unaware", "test"] == 0.0
 
 
 @pytest.mark.parametrize("content, reason", [
@@ -131,13 +147,13 @@ def test_evaluator_rejects_missing_and_foreign_ids(prepared, evaluator, tmp_path
 
 def test_val_phase_cannot_reach_the_labels(prepared, tmp_path):
     """A hostile model.py searches the sandbox for the label files and the evaluator in the val phase."""
-    probe = searcher(needles=["demographic parity under an accuracy floor", "ACCURACY_FLOOR ="],
+    probe = searcher(needles=["decisions that meet demographic parity", "PARITY_TOLERANCE ="],
                      names=["val_labels.csv", "test_labels.csv", "test_inputs.csv"])
     model = probe + "\nimport numpy as np\ndef fit_predict(train, inputs, params):\n    return np.zeros(len(inputs))\n"
     outcome, sandboxed = run_sandboxed(prepared, {"model.py": model}, "val", tmp_path)
     assert outcome.ok, outcome.bug_reason
     stdout = outcome.stdout.decode()
-    assert "SEARCH DONE" in stdout and outcome.primary == 1.0
+    assert "SEARCH DONE" in stdout and outcome.primary == pytest.approx(prepared.spec.metric.floor)
     if not sandboxed:
         pytest.skip("without bwrap the host filesystem is visible; the sandbox is what hides the labels")
     assert "FOUND" not in stdout, stdout
@@ -151,4 +167,13 @@ def test_baseline_reproduces_its_recorded_seed(prepared, tmp_path):
         outcome, _ = run_sandboxed(prepared, {}, phase, tmp_path, seed=seed)
         assert outcome.ok, outcome.bug_reason
         assert outcome.primary == pytest.approx(recorded, rel=1e-9)
-        assert spec.metric.better(outcome.primary, spec.metric.floor)
+        assert not spec.metric.better(outcome.primary, spec.metric.floor)  # it misses the parity audit
+
+
+@pytest.mark.slow
+def test_reference_reaches_the_target_on_every_baseline_seed(prepared, tmp_path):
+    spec = prepared.spec
+    for seed in spec.baseline.seeds:
+        outcome, _ = run_sandboxed(prepared, overlay(spec, spec.checks.reference), "test", tmp_path / str(seed), seed=seed)
+        assert outcome.ok, outcome.bug_reason
+        assert not spec.metric.better(spec.metric.target, outcome.primary), (seed, outcome.primary)

@@ -12,7 +12,8 @@ import pytest
 
 from benchmark import workspace as ws
 from benchmark.task import TaskSpec
-from tests.task_harness import code_copy, load_evaluator, prepare_into, reproduce_seed, run_driver, spec_of
+from tests.task_harness import (code_copy, load_evaluator, prepare_into, reference_reaches_target, reproduce_seed,
+                                run_driver, spec_of)
 
 NAME = "ood_detection"
 PIXELS = [f"p{i}" for i in range(64)]
@@ -74,16 +75,32 @@ def baseline_val(prepared: ws.PreparedTask, ev, tmp_path_factory: pytest.TempPat
 
 def test_baseline_val_matches_the_record_and_beats_the_floor(baseline_val: dict, spec: TaskSpec) -> None:
     assert spec.baseline is not None and spec.baseline.seeds[0] == 0
-    assert baseline_val["auroc"] == pytest.approx(spec.baseline.val[0], abs=1e-9)  # driver outside the sandbox too
-    assert spec.metric.better(baseline_val["auroc"], spec.metric.floor)
+    assert baseline_val["fpr_at_95_tpr"] == pytest.approx(spec.baseline.val[0], abs=1e-9)  # outside the sandbox too
+    assert spec.metric.better(baseline_val["fpr_at_95_tpr"], spec.metric.floor)
 
 
-def test_constant_scores_sit_exactly_at_the_floor(prepared: ws.PreparedTask, spec: TaskSpec, ev, tmp_path: Path) -> None:
+def test_constant_scores_accept_every_ood_image(prepared: ws.PreparedTask, spec: TaskSpec, ev, tmp_path: Path) -> None:
     code = code_copy(prepared, tmp_path / "code", overlay=spec.task_dir / "checks" / "constant")
     result = run_driver(code, "test", prepared, tmp_path / "out")
     assert result.returncode == 0, result.stderr
     metrics = ev.evaluate("test", tmp_path / "out", prepared.labels_dir)
-    assert metrics["auroc"] == pytest.approx(spec.metric.floor) == pytest.approx(0.5)
+    assert metrics["fpr_at_95_tpr"] == 1.0 and metrics["auroc"] == 0.5
+    assert not spec.metric.better(metrics["fpr_at_95_tpr"], spec.metric.floor)
+
+
+def test_random_scores_sit_near_the_floor(prepared: ws.PreparedTask, spec: TaskSpec, ev) -> None:
+    """The floor is chance: scores drawn without looking at the image accept ~95% of OOD images."""
+    val = pd.read_csv(prepared.public_dir / "val_inputs.csv")
+    fprs = [ev.evaluate_frame(pd.DataFrame({"id": val["id"], "score": np.random.default_rng(s).random(len(val))}),
+                              prepared.labels_dir, "val")["fpr_at_95_tpr"] for s in range(20)]
+    assert abs(np.mean(fprs) - spec.metric.floor) < 0.02
+
+
+def test_fpr_counts_ood_images_tied_with_the_threshold_as_accepted(ev) -> None:
+    is_ood = np.array([False] * 20 + [True] * 4)
+    in_dist = np.arange(20, dtype=float)  # the threshold accepting 19 of 20 (95%) is 18
+    assert ev.fpr_at_95_tpr(is_ood, np.concatenate([in_dist, [18.0, 18.5, 19.0, 30.0]])) == 0.25
+    assert ev.fpr_at_95_tpr(is_ood, np.concatenate([in_dist, [17.0, 18.0, 0.0, 19.0]])) == 0.75
 
 
 BATCH_DEPENDENT = """\
@@ -141,8 +158,10 @@ def test_evaluator_rejects_oversized_files(prepared: ws.PreparedTask, ev, tmp_pa
 
 def test_evaluator_scores_known_answers(prepared: ws.PreparedTask, ev) -> None:
     perfect = _val_scores(prepared)
-    assert ev.evaluate_frame(perfect, prepared.labels_dir, "val")["auroc"] == 1.0
-    assert ev.evaluate_frame(perfect.assign(score=-perfect["score"]), prepared.labels_dir, "val")["auroc"] == 0.0
+    best = ev.evaluate_frame(perfect, prepared.labels_dir, "val")
+    assert best["auroc"] == 1.0 and best["fpr_at_95_tpr"] == 0.0
+    worst = ev.evaluate_frame(perfect.assign(score=-perfect["score"]), prepared.labels_dir, "val")
+    assert worst["auroc"] == 0.0 and worst["fpr_at_95_tpr"] == 1.0
     shuffled = perfect.sample(frac=1.0, random_state=0)  # row order does not matter
     assert ev.evaluate_frame(shuffled, prepared.labels_dir, "val")["fpr_at_95_tpr"] == 0.0
 
@@ -163,3 +182,8 @@ def test_baseline_seed_reproduces_the_record(prepared: ws.PreparedTask, spec: Ta
     val, test = reproduce_seed(prepared, tmp_path)
     assert spec.baseline is not None
     assert val == pytest.approx(spec.baseline.val[0], abs=1e-9) and test == pytest.approx(spec.baseline.test[0], abs=1e-9)
+
+
+@pytest.mark.slow
+def test_reference_reaches_the_target(prepared: ws.PreparedTask, tmp_path: Path) -> None:
+    reference_reaches_target(prepared, tmp_path)

@@ -12,7 +12,8 @@ import pytest
 
 from benchmark import workspace as ws
 from benchmark.task import TaskSpec
-from tests.task_harness import code_copy, load_evaluator, prepare_into, reproduce_seed, run_driver, spec_of
+from tests.task_harness import (code_copy, load_evaluator, prepare_into, reference_reaches_target, reproduce_seed,
+                                run_driver, spec_of, with_params)
 
 NAME = "semi_supervised"
 PIXELS = [f"p{i}" for i in range(64)]
@@ -33,10 +34,9 @@ def ev(spec: TaskSpec):
     return load_evaluator(spec)
 
 
-def test_prepared_data_exposes_only_thirty_labels(prepared: ws.PreparedTask, spec: TaskSpec,
-                                                                 tmp_path: Path) -> None:
+def test_prepared_data_exposes_one_label_per_class(prepared: ws.PreparedTask) -> None:
     labeled = pd.read_csv(prepared.public_dir / "train_labeled.csv")
-    assert labeled["label"].value_counts().sort_index().tolist() == [3] * 10
+    assert sorted(labeled["label"]) == list(range(10))
     for rel in ("train_unlabeled.csv", "val_inputs.csv"):
         assert list(pd.read_csv(prepared.public_dir / rel).columns) == ["id"] + PIXELS
     assert sorted(p.name for p in prepared.public_dir.iterdir()) == ["train_labeled.csv", "train_unlabeled.csv",
@@ -134,3 +134,17 @@ def test_baseline_seed_reproduces_the_record(prepared: ws.PreparedTask, spec: Ta
     val, test = reproduce_seed(prepared, tmp_path)
     assert spec.baseline is not None
     assert val == pytest.approx(spec.baseline.val[0], abs=1e-9) and test == pytest.approx(spec.baseline.test[0], abs=1e-9)
+
+
+def test_labels_alone_and_the_baseline_leave_the_scale_open(prepared: ws.PreparedTask, spec: TaskSpec, ev,
+                                                           tmp_path: Path) -> None:
+    """With one label per class the labels alone score far below the target: the unlabeled images must earn it."""
+    code = code_copy(prepared, tmp_path / "code", {"params.json": with_params(prepared, method="supervised")})
+    assert run_driver(code, "val", prepared, tmp_path / "out").returncode == 0
+    supervised = ev.evaluate("val", tmp_path / "out", prepared.labels_dir)["accuracy"]
+    assert supervised < spec.baseline.val[0] < spec.metric.target - 0.2
+
+
+@pytest.mark.slow
+def test_reference_reaches_the_target(prepared: ws.PreparedTask, tmp_path: Path) -> None:
+    reference_reaches_target(prepared, tmp_path)

@@ -58,23 +58,38 @@ def test_agent_visible_data_holds_no_hidden_image(prepared) -> None:
     assert {r.tobytes() for r in val["forget_x"]} == forget_rows  # the audit is about exactly the forget set
 
 
-def test_floor_is_the_best_constant_model(prepared, ev) -> None:
+def test_floor_is_doing_nothing_and_constant_models_score_below_it(prepared, ev) -> None:
+    """The floor is the original model returned untouched (trivial/identity); every constant model
+    (zero weights and one class's bias, or all zeros as in trivial/constant) scores far below it."""
     spec = prepared.spec
-    scores = []
-    for c in range(10):
-        weights = {"w1": np.zeros((100, 128)), "b1": np.zeros(128), "w2": np.zeros((128, 10)), "b2": 10.0 * np.eye(10)[c]}
-        scores.append(ev.score(weights, hidden(prepared, "test"))["unlearning_score"])
-    zero = {k: np.zeros_like(v, dtype=float) for k, v in original(prepared).items()}  # checks.trivial: all zeros
-    scores.append(ev.score(zero, hidden(prepared, "test"))["unlearning_score"])
-    assert max(scores) == pytest.approx(spec.metric.floor, abs=1e-12)
-    assert not any(spec.metric.better(s, spec.metric.floor) for s in scores)
+    untouched = {k: v.astype(float) for k, v in original(prepared).items()}
+    assert ev.score(untouched, hidden(prepared, "test"))["unlearning_score"] == pytest.approx(spec.metric.floor, abs=1e-12)
+    assert ev.score(untouched, hidden(prepared, "val"))["unlearning_score"] <= spec.metric.floor
+    constants = [{"w1": np.zeros((100, 128)), "b1": np.zeros(128), "w2": np.zeros((128, 10)), "b2": 10.0 * np.eye(10)[c]}
+                 for c in range(10)]
+    constants.append({k: np.zeros_like(v, dtype=float) for k, v in untouched.items()})
+    scores = [ev.score(w, hidden(prepared, phase))["unlearning_score"] for w in constants for phase in ("val", "test")]
+    assert max(scores) < 0.05 < spec.metric.floor
 
 
 def test_the_original_model_is_caught_by_the_audit(prepared, ev) -> None:
     weights = {k: v.astype(float) for k, v in original(prepared).items()}
     metrics = ev.score(weights, hidden(prepared, "val"))
     assert metrics["forget_acc"] == 1.0 and metrics["retain_acc"] == 1.0 and metrics["mia_auc_loss"] > 0.6
-    assert metrics["unlearning_score"] < 0.7 < prepared.spec.metric.target
+    assert metrics["unlearning_score"] == pytest.approx(
+        metrics["retain_acc"] * metrics["heldout_acc"] * (1 - metrics["mia_gap"]))
+    assert metrics["unlearning_score"] < 0.6 < prepared.spec.metric.target
+
+
+def test_shrinking_the_whole_model_pays_in_heldout_accuracy(prepared, ev) -> None:
+    """Forgetting by degrading everything: adding noise to every weight lowers the attacks' AUROC
+    but also the accuracy on unseen images, which the score multiplies in."""
+    rng = np.random.default_rng(0)
+    weights = {k: v.astype(float) for k, v in original(prepared).items()}
+    noisy = {k: v + rng.normal(0.0, 0.5 * v.std(), v.shape) for k, v in weights.items()}
+    before, after = ev.score(weights, hidden(prepared, "val")), ev.score(noisy, hidden(prepared, "val"))
+    assert after["heldout_acc"] < before["heldout_acc"]
+    assert after["unlearning_score"] < prepared.spec.metric.target
 
 
 def test_confidence_softening_alone_is_caught_by_the_label_only_attack(prepared, ev) -> None:
@@ -131,7 +146,7 @@ def test_driver_rejects_a_different_architecture(prepared, tmp_path: Path) -> No
 
 def test_description_states_the_formula() -> None:
     text = (TASK_DIR / "description.md").read_text()
-    assert "unlearning_score` = retain_acc x (1 - mia_gap)" in text and "2 x |AUROC - 0.5|" in text
+    assert "unlearning_score` = retain_acc x heldout_acc x (1 - mia_gap)" in text and "2 x |AUROC - 0.5|" in text
     assert "labels/" not in text and "evaluate.py" not in text
 
 
@@ -143,6 +158,17 @@ def test_baseline_reproduces_its_record_and_the_trivial_overlay_stays_at_the_flo
         outcome = sandboxed_phase(prepared, phase, seed, tmp_path / phase)
         assert outcome.ok, outcome.bug_reason
         assert outcome.primary == pytest.approx(recorded, abs=6e-5)
-    trivial = {p.name: p.read_text() for p in (TASK_DIR / "trivial" / "constant").iterdir()}
-    outcome = sandboxed_phase(prepared, "test", 0, tmp_path / "trivial", trivial)
-    assert outcome.ok and not spec.metric.better(outcome.primary, spec.metric.floor)
+    for overlay in spec.checks.trivial:
+        trivial = {p.name: p.read_text() for p in (TASK_DIR / overlay).iterdir()}
+        outcome = sandboxed_phase(prepared, "test", 0, tmp_path / overlay, trivial)
+        assert outcome.ok and not spec.metric.better(outcome.primary, spec.metric.floor)
+
+
+@pytest.mark.slow
+def test_reference_reaches_the_target_on_every_baseline_seed(prepared, tmp_path: Path) -> None:
+    spec = prepared.spec
+    files = {p.name: p.read_text() for p in (TASK_DIR / spec.checks.reference).iterdir()}
+    for seed in spec.baseline.seeds:
+        outcome = sandboxed_phase(prepared, "test", seed, tmp_path / f"ref{seed}", files)
+        assert outcome.ok, outcome.bug_reason
+        assert not spec.metric.better(spec.metric.target, outcome.primary), (seed, outcome.primary)

@@ -20,6 +20,7 @@ import yaml
 from benchmark import workspace as ws
 from benchmark.errors import UserError
 from benchmark.task import Requirement, TaskSpec, load_task
+from conftest import HANG_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[1]
 CAUSALITY = REPO / "ml_tasks" / "causality"
@@ -307,7 +308,7 @@ def setup_cli(*args: str, workspace: Path, tasks_path: Path | None = None) -> su
     if tasks_path is not None:
         env["RESEARCHBENCH_TASKS_PATH"] = os.pathsep.join(filter(None, [str(tasks_path), env.get("RESEARCHBENCH_TASKS_PATH")]))
     return subprocess.run([sys.executable, str(REPO / "setup.py"), *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_TIMEOUT_S)
 
 
 def test_setup_cli_prepare_rerun_corrupt_redo(tmp_path: Path) -> None:

@@ -2,6 +2,13 @@
 
 Paths inside the sandbox equal host paths (each mount binds a path onto itself), so a job reads the
 same on every backend, including the explicit `sandbox: none` fallback.
+
+Time limits. A backend that can account a job's CPU time (the local one) applies `Job.timeout_s` to
+the CPU time of the whole job (every process and thread, summed) for jobs without GPUs, so a job
+slowed by other load on the machine is not killed for it; a wall-clock backstop (a multiple of the
+limit plus a constant, from the backend's config) still ends a job that waits instead of computing.
+GPU jobs, and backends that cannot account CPU time (Modal), apply `timeout_s` to wall-clock time.
+`JobResult.clock` says which limit a job ran under.
 """
 
 from __future__ import annotations
@@ -9,7 +16,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Optional, Protocol
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,7 @@ class Job:
     workdir: Path  # cwd; the only writable path besides `writable` and a private /tmp
     stdout_path: Path  # where the (capped) stdout goes, on the host
     stderr_path: Path
-    timeout_s: float  # hard wall-clock limit; the whole process tree is killed at it
+    timeout_s: float  # the time limit: CPU seconds of the whole job, or wall-clock seconds (module docstring)
     readonly: tuple[Path, ...] = ()  # extra host paths made visible read-only (data dirs)
     writable: tuple[Path, ...] = ()  # extra host paths made writable (e.g. an output dir)
     env: dict[str, str] = field(default_factory=dict)  # added to a minimal clean environment
@@ -42,19 +49,37 @@ class Job:
     local_only: bool = False  # must run on this machine (the evaluator: it reads the hidden labels)
 
 
+CPU, WALL = "cpu", "wall"  # JobResult.clock: what the job's timeout_s limited
+
+
 @dataclass(frozen=True)
 class JobResult:
-    exit_code: int | None  # None when killed by the timeout; negative = killed by that signal
-    timed_out: bool
-    seconds: float
+    exit_code: int | None  # None when killed for time; negative = killed by that signal
+    timed_out: bool  # killed for time: over its CPU-time limit, its wall-clock limit, or the backstop
+    seconds: float  # wall-clock
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     error: str = ""  # harness-side failure to run the job at all (empty when it ran)
     violation: str = ""  # the job broke a limit (disk, tree depth) and was killed for it
+    cpu_seconds: Optional[float] = None  # CPU time of all its processes; None where the backend cannot tell
+    clock: str = WALL  # CPU: timeout_s limited its CPU time (wall_limit_s is the backstop); WALL: wall time
+    over_cpu_limit: bool = False  # killed for going over its CPU-time limit (timed_out is True too)
+    wall_limit_s: float = 0.0  # the wall-clock limit it ran under (timeout_s, or the backstop)
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out and not self.error and not self.violation
+
+    def time_problem(self, timeout_s: float) -> str:
+        """Which time limit killed the job, in words an agent can act on; "" when none did."""
+        if not self.timed_out:
+            return ""
+        if self.over_cpu_limit:
+            return f"over the CPU-time limit of {timeout_s:g} s (used {self.cpu_seconds or 0.0:.1f} s)"
+        if self.clock == CPU:
+            used = f"; it used {self.cpu_seconds:.1f} s of CPU" if self.cpu_seconds is not None else ""
+            return f"over the wall-clock backstop of {self.wall_limit_s:g} s (its CPU-time limit is {timeout_s:g} s{used})"
+        return f"over the wall-clock limit of {timeout_s:g} s"
 
 
 def job_problem(job: Job) -> str:

@@ -2,12 +2,15 @@
 
 RLIMIT_NPROC does not stop a fork bomb run as root and RLIMIT_AS is per process; a cgroup's
 `pids.max` and memory limit cover the whole job tree, and its member list lets the harness kill
-every process the job started, including ones that escaped the process group with setsid.
+every process the job started, including ones that escaped the process group with setsid. Its CPU
+accounting (v1 `cpuacct.usage`, v2 `cpu.stat`) sums the CPU time of every process that was ever in
+it, the ended ones too, which is what a job's CPU-time limit is measured against.
 
 The job's cgroup is created *under the harness's own cgroup*, so whoever accounts for the harness
-keeps accounting for its jobs. Works with cgroup v1 (memory and pids hierarchies) and, where the
-controllers are delegated, v2. Anything unwritable makes `JobCgroup.create` return None: callers
-then rely on rlimits alone.
+keeps accounting for its jobs. Works with cgroup v1 (memory, pids and cpuacct hierarchies) and,
+where the controllers are delegated, v2. A v1 hierarchy we cannot write is skipped (without cpuacct
+the caller reads CPU time from /proc instead). Anything unwritable makes `JobCgroup.create` return
+None: callers then rely on rlimits alone.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Optional
 
 log = logging.getLogger(__name__)
 
-_V1_CONTROLLERS = ("memory", "pids")
+_V1_CONTROLLERS = ("memory", "pids", "cpuacct")
 _PREFIX = "researchbench-"
 _swept: set[Path] = set()
 
@@ -84,6 +87,7 @@ class JobCgroup:
     dirs: list[Path]
     v2: bool = False
     _fds: list[int] = field(default_factory=list)
+    _cpu_file: Optional[Path] = None  # cpuacct.usage (v1) or cpu.stat (v2), where this cgroup has one
 
     @classmethod
     def create(cls, memory_bytes: int, max_pids: int) -> Optional["JobCgroup"]:
@@ -102,6 +106,8 @@ class JobCgroup:
             log.debug("cannot open cgroup.procs: %s", exc)
             group.remove()
             return None
+        usage = "cpu.stat" if group.v2 else "cpuacct.usage"
+        group._cpu_file = next((d / usage for d in group.dirs if (d / usage).is_file()), None)
         return group
 
     @classmethod
@@ -170,6 +176,19 @@ class JobCgroup:
         """
         for fd in self._fds:
             os.write(fd, b"0")
+
+    def cpu_seconds(self) -> Optional[float]:
+        """CPU time of every process that was ever in the cgroup; None when it does not account CPU."""
+        if self._cpu_file is None:
+            return None
+        try:
+            text = self._cpu_file.read_text()
+            if not self.v2:
+                return int(text) / 1e9  # nanoseconds
+            usage = next(line.split()[1] for line in text.splitlines() if line.startswith("usage_usec "))
+            return int(usage) / 1e6
+        except (OSError, ValueError, StopIteration, IndexError):
+            return None
 
     def pids(self) -> set[int]:
         found: set[int] = set()

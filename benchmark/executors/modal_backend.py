@@ -8,6 +8,11 @@ streaming stdout/stderr into the same capped files as local runs, polling disk u
 the job left running -> download the code dir and output dirs as a tar parsed as hostile input ->
 terminate the sandbox, always. Paths inside the sandbox equal host paths, as on every backend.
 
+Time limits are wall-clock here (`JobResult.clock` "wall", `cpu_seconds` None): Modal does not report
+a sandbox's CPU time, and each sandbox is given the CPUs it requests (`resources.cpus`), so other
+jobs do not slow it the way they do on a shared local machine. The step limit is the exec's timeout; the sandbox's
+lifetime adds `lifetime_margin_s` for upload and download.
+
 Jobs marked `local_only` (the evaluator: it reads the hidden labels) never go to Modal; they run in
 a local executor with the local sandbox, so labels never leave this machine. Any Modal/network error
 becomes a failed job (`JobResult.error`), recorded as a failed step; the run stays resumable.

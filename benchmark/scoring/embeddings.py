@@ -195,6 +195,8 @@ def embed_runs(runs: list, embedder: Embedder) -> dict[str, dict[str, tuple[np.n
 
     The baseline is the run's own stored baseline node (its files in the run's blob store), never the
     live workspace. All runs' snapshots are embedded in one batched pass; repeats are embedded once.
+    A snapshot of blank code is the zero vector under both poolings, as FML-bench embeds it (rather
+    than the encoding of an empty `<s></s>` chunk).
     """
     from benchmark.scoring.process import snapshot_text, step_nodes
 
@@ -211,11 +213,15 @@ def embed_runs(runs: list, embedder: Embedder) -> dict[str, dict[str, tuple[np.n
         base = run.baseline
         texts[str(run.run_dir)] = ([digest_of(run, n) for n in step_nodes(run)],
                                    digest_of(run, base) if base is not None else None)
-    records = embedder.embed(all_texts.values())
+    records = embedder.embed(t for t in all_texts.values() if t.strip())
+    dim = next((len(r) - 1 for r in records.values()), 1)
+    blank = np.zeros(dim + 1, dtype=np.float32)  # FML-bench embeds blank code as the zero vector
+    def vector(digest: str, pooling: str) -> np.ndarray:
+        return pooled(records.get(digest, blank), pooling)
     out = {}
     for key, (steps, base) in texts.items():
         out[key] = {}
         for pooling in ("fml", "mean"):
-            matrix = np.array([pooled(records[d], pooling) for d in steps]) if steps else np.zeros((0, 1))
-            out[key][pooling] = (matrix, pooled(records[base], pooling) if base else None)
+            matrix = np.array([vector(d, pooling) for d in steps]) if steps else np.zeros((0, 1))
+            out[key][pooling] = (matrix, vector(base, pooling) if base else None)
     return out

@@ -1,9 +1,9 @@
 """Three normalized scores of one hidden-test result, each named, with the headline chosen here.
 
-- `fml_ni`: FML-bench's normalized improvement exactly as its scorer computes it
-  (compute_agent_metrics.py:238-258): `max(0, sign * (a - b) / |p_best - p_worst|)`, a = agent,
-  b = baseline. Per-task ranges come from our manifests: p_best = metric.best_possible (the target
-  when a manifest gives none), p_worst = metric.floor. Falls back to the baseline (0) without a score.
+- `fml_ni`: FML-bench's normalized improvement formula (its compute_agent_metrics.py:238-258):
+  `max(0, sign * (a - b) / |p_best - p_worst|)`, a = agent, b = baseline, p_worst possibly the
+  baseline itself. The range comes from `ranges` (our manifests, or FML-bench's own table). Falls
+  back to the baseline (NI 0) without an agent score.
 - `achievement`: FARBench's clipped achievement `clip((s - floor) / (target - floor), 0, 1)`.
 - `unclipped`: `(s - floor) / (target - floor)`, the same scale without the clip: regressions below
   the floor are negative and a result past the target is above 1.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from benchmark.scoring.ranges import NIRange
 from benchmark.scoring.runs import MetricInfo
 
 HEADLINE = "achievement"
@@ -26,24 +27,15 @@ HEADLINE_WHY = ("headline = FARBench's clipped achievement clip((s-floor)/(targe
 NAN = float("nan")
 
 
-def fml_range(metric: MetricInfo) -> tuple[float, float]:
-    """FML-bench's (p_best, p_worst) for a task, from our manifest."""
-    best = metric.best_possible if metric.best_possible is not None else metric.target
-    return best, metric.floor
-
-
-def fml_ni(metric: MetricInfo, agent: float | None, baseline: float | None) -> float:
-    """FML-bench's normalized improvement; NaN when the baseline is unknown, 0 when the agent has no score."""
-    if baseline is None:
+def fml_ni(rng: NIRange | None, agent: float | None, baseline: float | None) -> float:
+    """FML-bench's normalized improvement; NaN without a range or a baseline, 0 when the agent has no score."""
+    if rng is None or baseline is None:
         return NAN
-    if agent is None:  # FML-bench credits the baseline's value: NI = 0
-        agent = baseline
-    p_best, p_worst = fml_range(metric)
-    denom = abs(p_best - p_worst)
-    if denom == 0:
+    a, b = rng.shown(baseline if agent is None else agent), rng.shown(baseline)  # no agent score: the baseline's
+    if a is None or b is None or rng.span(b) == 0:
         return NAN
-    signed = (agent - baseline) / denom if metric.direction == "higher" else (baseline - agent) / denom
-    return max(signed, 0.0)
+    signed = (a - b) if rng.direction == "higher" else (b - a)
+    return max(signed / rng.span(b), 0.0)
 
 
 def unclipped(metric: MetricInfo, score: float | None) -> float:

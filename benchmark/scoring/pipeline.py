@@ -14,9 +14,10 @@ from typing import Callable
 import pandas as pd
 
 from benchmark.errors import UserError
-from benchmark.scoring import tables
+from benchmark.scoring import comparisons, keys, tables
 from benchmark.scoring.normalize import HEADLINE_WHY
-from benchmark.scoring.runs import RunRecord, load_runs
+from benchmark.scoring.runs import RunRecord
+from benchmark.scoring.selection import NOT_SCORED_COLUMNS, Filters, Selection, select_runs
 
 
 @dataclass
@@ -27,9 +28,12 @@ class Options:
     tasks: list[str] = field(default_factory=list)
     suite: str | None = None
     budget: str | None = None  # a budget label (e.g. 50exp/$10/24h) or an experiment count
-    unfinished: bool = False  # score runs that are still running or were interrupted
-    group_by: list[str] = field(default_factory=lambda: list(tables.GROUP_KEYS))
+    unfinished: bool = False  # score runs that are still running or were interrupted (never aborted ones)
+    repeats_independent: bool = False  # count runs that repeat a seed in one group as separate trials
+    group_by: list[str] = field(default_factory=lambda: list(keys.GROUP_KEYS))
     compare: tuple[str, str] | None = None
+    ranges: str = "manifest"  # the NI ranges: "manifest" (ours) or "fml" (FML-bench's RANGE_META)
+    farbench_missing_zero: bool = False  # FARBench's convention: a missing task counts 0 in its domain
     embeddings: bool = True
     embedding_model: str | None = None
     embedding_cache: Path | None = None
@@ -38,6 +42,9 @@ class Options:
     plots: bool = True
     html: bool = True
     export_runs: bool = True
+
+
+INDEXED = {"achievement", "unclipped", "fml_ni", "domains"}  # tables whose index is the agent variant
 
 
 def markdown(df: pd.DataFrame, index: bool = False) -> str:
@@ -53,22 +60,16 @@ def markdown(df: pd.DataFrame, index: bool = False) -> str:
     return "\n".join([head, rule, *("| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False))])
 
 
-def select(options: Options, warn: Callable[[str], None]) -> list[RunRecord]:
+def select(options: Options, warn: Callable[[str], None]) -> Selection:
     tasks = list(options.tasks)
     if options.suite:
         from benchmark.suites import suite_tasks
 
         suite = suite_tasks(options.suite)
         tasks = [t for t in suite if t in tasks] if tasks else suite
-    runs = load_runs(options.results, warn, agents=options.agents or None, tasks=tasks or None,
-                     unfinished=options.unfinished)
-    if options.budget:
-        wanted = options.budget
-        runs = [r for r in runs if r.budget_label == wanted or str(r.budget_steps) == wanted]
-        if not runs:
-            raise UserError(f"--budget {wanted}: no run has that budget (give a label like 50exp/$10/24h "
-                            f"or an experiment count)")
-    return runs
+    filters = Filters(agents=options.agents, tasks=tasks, budget=options.budget)
+    return select_runs(options.results, warn, filters, unfinished=options.unfinished,
+                       repeats_independent=options.repeats_independent)
 
 
 def embed(runs: list[RunRecord], options: Options, say: Callable[[str], None]) -> dict | None:
@@ -87,35 +88,81 @@ def embed(runs: list[RunRecord], options: Options, say: Callable[[str], None]) -
     return embedded
 
 
+def sections(options: Options) -> list[tuple[str, str, str]]:
+    """(table name, heading, what it shows) for every table, in report order; shared by markdown and HTML."""
+    ranges = f"ranges: {options.ranges}" + (" (FML-bench's RANGE_META)" if options.ranges == "fml" else
+                                            " (p_best = best_possible, p_worst = floor, from our manifests)")
+    return [
+        ("not_scored", "Not scored", "runs left out of every table and aggregate, with the reason: aborted by an "
+                                     "outage, not finished, unreadable, or a repeated seed counted once"),
+        ("achievement", "Headline: clipped achievement (agents x tasks, mean over trials)",
+         HEADLINE_WHY + f"; '{comparisons.SHARED_MEAN}' is over the tasks named in 'shared tasks'; n = trials per "
+                        "task"),
+        ("paired", "Paired comparison", "first - second on the pairs (task, seed) both ran: over all shared tasks, "
+                                        "then per task when there are several; 95% bootstrap CI; win rate (ties "
+                                        "half); seeds per task a paired t-test needs for 80% power (two-sided alpha "
+                                        "0.05)"),
+        ("groups", "Groups over seeds: n, mean, SEM and 95% bootstrap CI",
+         "grouped by " + ", ".join(options.group_by) + "; budgets, task versions and LLM sources are never pooled; "
+         "n = trials used (col_n: those with a value for that column); fml_ni and the AUCs on the " + ranges
+         + "; FA, HG, PE, pass@0.5 and regimes score validation results against the hidden-test floor/target "
+           "(val on test anchors)"),
+        ("unclipped", "Unclipped normalized score", "(s - floor) / (target - floor): regressions negative, overshoot "
+                                                    "above 1"),
+        ("fml_ni", f"FML-bench normalized improvement ({ranges})",
+         "FML-bench's formula max(0, sign (a - b) / |p_best - p_worst|) with the " + ranges
+         + "; per-run ranges in runs.csv column fml_range"),
+        ("domains", "FARBench domain-balanced score", "100 x mean over domains of the mean achievement of the domain's "
+         + ("tasks; a missing task counts 0 (--farbench-missing-zero)" if options.farbench_missing_zero else
+            "tasks; a domain missing a task is 'incomplete' (--farbench-missing-zero counts it 0, as FARBench)")),
+        ("raw", "Raw scores", "baseline and best, validation and hidden test, mean over n trials"),
+        ("operators", "Operators", "per operator: outcomes and rates"),
+        ("debug_and_cost", "Debug chains and cost per improvement", ""),
+        ("runs", "Per run", "every metric of every run (see docs/metrics.md)"),
+    ]
+
+
 def score(options: Options, say: Callable[[str], None]) -> dict[str, pd.DataFrame]:
-    """Compute and write everything; returns the tables by name."""
+    """Compute and write everything; returns the tables by name (`notes`: the lines a reader must see)."""
     out = options.out
     if out.resolve().is_relative_to(options.results.resolve()):
         raise UserError(f"--out {out} is inside the results being scored; choose another directory")
-    runs = select(options, say)
+    chosen = select(options, say)
+    runs = chosen.runs
     embedded = embed(runs, options, say)
-    df = tables.runs_table(runs, embedded)
-    df = tables.with_variant(df)
+    df = tables.with_variant(tables.runs_table(runs, embedded, options.ranges))
+    notes = list(chosen.notes)
+    for task, why in sorted(set(zip(df["task_id"], df["fml_range"]))):
+        if why.startswith("none: "):
+            notes.append(f"fml_ni of {task} is empty under --ranges {options.ranges}: {why[6:]}")
+    if rank := comparisons.rank_note(df):
+        notes.append(rank)
     results: dict[str, pd.DataFrame] = {
+        "notes": pd.DataFrame({"note": notes}),
+        "not_scored": pd.DataFrame(chosen.not_scored, columns=list(NOT_SCORED_COLUMNS)),
         "runs": df,
         "raw": tables.raw_table(df),
-        "achievement": tables.score_pivot(df, "achievement"),
-        "unclipped": tables.score_pivot(df, "unclipped"),
-        "fml_ni": tables.score_pivot(df, "fml_ni"),
+        "achievement": comparisons.score_pivot(df, "achievement"),
+        "unclipped": comparisons.score_pivot(df, "unclipped"),
+        "fml_ni": comparisons.score_pivot(df, "fml_ni"),
         "groups": tables.groups_table(df, options.group_by),
-        "domains": tables.domain_table(df),
+        "domains": comparisons.domain_table(df, options.farbench_missing_zero),
         "operators": tables.operators_table(runs),
         "debug_and_cost": tables.debug_table(df),
     }
     if options.compare:
-        results["paired"] = tables.paired_table(df, *options.compare)
+        results["paired"] = comparisons.paired_table(df, *options.compare)
+    for note in notes[len(chosen.notes):]:  # selection's notes were said as they arose
+        say(f"note: {note}")
     out.mkdir(parents=True, exist_ok=True)
-    indexed = {"achievement", "unclipped", "fml_ni", "domains"}
-    md = [f"# Scores ({len(runs)} runs)", "", HEADLINE_WHY, ""]
     for name, table in results.items():
-        table.to_csv(out / f"{name}.csv", index=name in indexed)
-        if name != "runs":
-            md += [f"## {name}", "", markdown(table, index=name in indexed), ""]
+        table.to_csv(out / f"{name}.csv", index=name in INDEXED)
+    md = [f"# Scores ({len(runs)} runs scored, {len(chosen.not_scored)} not scored)", "", HEADLINE_WHY, "",
+          *(f"- note: {n}" for n in notes), ""]
+    for name, heading, why in sections(options):
+        if name in results and name != "runs":
+            md += [f"## {heading}", "", why, "", markdown(results[name], index=name in INDEXED)
+                   if len(results[name]) else "(none)", ""]
     (out / "tables.md").write_text("\n".join(md))
     plots = _plots(runs, df, say) if options.plots else []
     plot_dir = out / "plots"
@@ -155,23 +202,8 @@ def _html(runs: list[RunRecord], results: dict[str, pd.DataFrame], plots: list[t
                 say(f"note: {run.run_dir}: best_solution/ not exported ({exc})")
         links.append((f"{run.agent} / {run.task} / seed {run.seed} / {run.budget_label} ({run.run_dir.name})",
                       f"runs/{name}"))
-    sections = [
-        ("Headline: clipped achievement (agents x tasks, mean over seeds)", HEADLINE_WHY, results["achievement"]),
-        ("Groups over seeds: mean, SEM and 95% bootstrap CI",
-         "grouped by " + ", ".join(options.group_by) + "; budgets are never averaged together", results["groups"]),
-        ("Unclipped normalized score", "(s - floor) / (target - floor): regressions negative, overshoot above 1",
-         results["unclipped"]),
-        ("FML-bench normalized improvement", "max(0, sign (a - b) / |p_best - p_worst|), exactly as FML-bench",
-         results["fml_ni"]),
-        ("FARBench domain-balanced score", "100 x mean over domains of the mean achievement of the domain's tasks",
-         results["domains"]),
-        ("Raw scores", "baseline and best, validation and hidden test, mean over seeds", results["raw"]),
-    ]
-    if "paired" in results:
-        sections.insert(2, ("Paired comparison", "mean difference over shared tasks and seeds, 95% bootstrap CI, "
-                                                 "win rate (ties half)", results["paired"]))
-    sections += [("Operators", "per operator: outcomes and rates", results["operators"]),
-                 ("Debug chains and cost per improvement", "", results["debug_and_cost"]),
-                 ("Per run", "every metric of every run (see docs/metrics.md)", results["runs"].drop(columns=["run"]))]
-    html = report.comparison_html(f"researchbench scores: {options.results}", [], sections, plots, links)
+    shown = [(heading, why, results[name].drop(columns=["run"]) if name == "runs" else results[name])
+             for name, heading, why in sections(options) if name in results]
+    html = report.comparison_html(f"researchbench scores: {options.results}", list(results["notes"]["note"]), shown,
+                                  plots, links)
     (options.out / "report.html").write_text(html)

@@ -74,7 +74,7 @@ def curves(runs: list[RunRecord], variant_of: dict[str, str]) -> list[tuple[str,
 def performance_profile(df: pd.DataFrame, column: str = "achievement") -> tuple[str, bytes]:
     """For each agent variant, the fraction of tasks whose mean score over seeds is at least tau."""
     plt = _pyplot()
-    means = df.groupby(["variant", "task"])[column].mean().unstack("task")
+    means = df.groupby(["variant", "task_id"])[column].mean().unstack("task_id")
     taus = np.linspace(0, 1, 101)
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     for variant, row in means.iterrows():

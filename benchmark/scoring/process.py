@@ -13,32 +13,38 @@ from typing import Any
 import numpy as np
 
 from benchmark.journal import Node
-from benchmark.scoring.normalize import NAN, fml_ni, fml_range
+from benchmark.scoring.normalize import NAN, fml_ni
+from benchmark.scoring.ranges import NIRange
 from benchmark.scoring.runs import RunRecord, is_ok
 
 FIRST_IMPROVEMENT_EPS = 1e-15  # FML-bench's thresholds, kept as they are
 LATE_GAIN_EPS = 1e-12
 UNIQUENESS_DISTANCE = 0.015  # cosine distance threshold of FML-bench's agglomerative clustering
+ZERO_NORM = 1e-8  # FML-bench: an embedding whose norm is at most this is a zero vector
 
 
-def improvement_curve(run: RunRecord) -> list[float]:
-    """ic_k = sign * (best_so_far_k - baseline_val) / |p_best - p_worst| after each val step (FML-bench)."""
-    baseline = run.score("baseline", "val")
-    p_best, p_worst = fml_range(run.metric)
-    denom = abs(p_best - p_worst)
-    if baseline is None or denom == 0:
+def improvement_curve(run: RunRecord, rng: NIRange | None) -> list[float]:
+    """ic_k = sign * (best_so_far_k - baseline_val) / |p_best - p_worst| after each val step (FML-bench).
+
+    Values pass through the range's transform first; a step whose value is not finite there (or that
+    the transform rejects) leaves best-so-far unchanged, as FML-bench skips infinite step metrics.
+    """
+    baseline = rng.shown(run.score("baseline", "val")) if rng is not None else None
+    if baseline is None or rng.span(baseline) == 0:
         return [NAN] * len(run.experiments)
+    sign, denom = (1 if rng.direction == "higher" else -1), rng.span(baseline)
     best, curve = baseline, []
     for node in run.experiments:
-        if is_ok(node) and run.metric.better(node.primary, best):
-            best = node.primary
-        curve.append(run.metric.sign * (best - baseline) / denom)
+        value = rng.shown(node.primary) if is_ok(node) else None
+        if value is not None and sign * (value - best) > 0:
+            best = value
+        curve.append(sign * (best - baseline) / denom)
     return curve
 
 
-def efficiency(run: RunRecord) -> dict[str, float]:
+def efficiency(run: RunRecord, rng: NIRange | None) -> dict[str, float]:
     """AUC over steps (over K, as FML-bench, and over the budget), first-improvement, late-gain, best step."""
-    curve = improvement_curve(run)
+    curve = improvement_curve(run, rng)
     k = len(curve)
     budget = max(run.budget_steps, k)
     out = {"auc_fml": NAN, "auc_budget": NAN, "first_improvement_step": NAN, "late_gain_fml": NAN,
@@ -59,13 +65,13 @@ def efficiency(run: RunRecord) -> dict[str, float]:
     return out
 
 
-def generalization(run: RunRecord) -> float:
+def generalization(run: RunRecord, rng: NIRange | None) -> float:
     """|NI(best val vs baseline val) - NI(test vs baseline test)|, FML-bench's val-test gap."""
     base_val, base_test = run.score("baseline", "val"), run.score("baseline", "test")
     best_val = run.score("best", "val")
     best_val = base_val if best_val is None else best_val  # all val failed: val = baseline val
     test = run.score("best", "test")
-    return abs(fml_ni(run.metric, best_val, base_val) - fml_ni(run.metric, test, base_test))
+    return abs(fml_ni(rng, best_val, base_val) - fml_ni(rng, test, base_test))
 
 
 def reliability(run: RunRecord) -> dict[str, float]:
@@ -105,9 +111,11 @@ def exploration(embeddings: np.ndarray, baseline: np.ndarray | None) -> dict[str
 
 
 def _clusters(embeddings: np.ndarray) -> int:
-    norms = np.linalg.norm(embeddings, axis=1)
-    valid = embeddings[norms > 0]
-    zero = int((norms == 0).any())
+    """FML-bench's cluster count: float32 vectors, norms at most ZERO_NORM form one extra cluster."""
+    e32 = embeddings.astype(np.float32)
+    norms = np.linalg.norm(e32, axis=1)
+    valid = e32[norms > ZERO_NORM]
+    zero = int((norms <= ZERO_NORM).any())
     if len(valid) < 2:
         return len(valid) + zero
     from sklearn.cluster import AgglomerativeClustering
@@ -122,7 +130,8 @@ def snapshot_text(files: dict[str, str]) -> str:
     return "\n".join(files[rel] for rel in sorted(files))
 
 
-def process_metrics(run: RunRecord, embedded: dict[str, tuple[np.ndarray, np.ndarray | None]] | None) -> dict[str, Any]:
+def process_metrics(run: RunRecord, embedded: dict[str, tuple[np.ndarray, np.ndarray | None]] | None,
+                    rng: NIRange | None) -> dict[str, Any]:
     """All 12 metrics (and their corrected variants) of one run.
 
     `embedded` maps a pooling name ("fml" = sum of chunk CLS vectors, "mean" = their mean) to
@@ -133,9 +142,9 @@ def process_metrics(run: RunRecord, embedded: dict[str, tuple[np.ndarray, np.nda
         values = exploration(*embedded[pooling]) if embedded else dict.fromkeys(
             ("spread", "uniqueness", "reach", "effective_dim"), NAN)
         row.update({f"{name}_{pooling}": v for name, v in values.items()})
-    row["val_test_gap"] = generalization(run)
+    row["val_test_gap"] = generalization(run, rng)
     row.update(reliability(run))
-    row.update(efficiency(run))
+    row.update(efficiency(run, rng))
     row.update(cost(run))
     return row
 

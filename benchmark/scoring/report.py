@@ -52,6 +52,9 @@ def pre(text: str, limit: int = TEXT_LIMIT) -> str:
 
 
 def table(df: pd.DataFrame, index: bool = False) -> str:
+    mixed = df.select_dtypes(include="object").columns  # e.g. a domain score or "incomplete"
+    df = df.assign(**{c: df[c].map(lambda v: f"{v:.4g}" if isinstance(v, float) and math.isfinite(v) else v)
+                      for c in mixed})
     return "<div class='wrap'>" + df.to_html(index=index, escape=True, na_rep="–", float_format=lambda v: f"{v:.4g}",
                                              border=0) + "</div>"
 

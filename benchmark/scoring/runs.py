@@ -2,27 +2,25 @@
 
 Everything comes from the run's own files (never the live workspace, which may have changed since).
 Journals come from runs of hostile agent code and may be torn by a kill: a torn last line is ignored
-(as a resuming run would), and a run that cannot be read at all is skipped with one line naming it.
-Nothing here writes to the run directory.
+(as a resuming run would); a run that cannot be read at all raises ValueError naming why (selection
+lists it under "not scored"). Nothing here writes to the run directory.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
 from benchmark.errors import UserError
 from benchmark.journal import OK, BlobStore, Node
+from benchmark.scoring import keys
 
 SKIP_DIRS = {".multirun", "llm_cache", "blobs", "scratch", "best_solution"}
 BASELINE_ID = "0000"
-# config keys that say where or how loudly a run was written, or are their own grouping keys
-_NOT_CONFIG = ("seed", "results_dir", "run_id", "quiet", "task", "budget", "executor")
 
 
 @dataclass(frozen=True)
@@ -35,13 +33,14 @@ class MetricInfo:
     target: float
     best_possible: float | None = None
 
-    @property
-    def sign(self) -> int:
-        """+1 when higher is better, -1 when lower is better."""
-        return 1 if self.direction == "higher" else -1
-
     def better(self, a: float, b: float) -> bool:
         return a > b if self.direction == "higher" else a < b
+
+
+def budget_label(summary: dict[str, Any]) -> str:
+    """The budget a run had, as a grouping key: experiments, USD and compute hours."""
+    lim = summary["budget"]["limits"]
+    return f"{lim['experiments']}exp/${lim['usd']:g}/{lim['compute_hours']:g}h"
 
 
 @dataclass
@@ -56,6 +55,7 @@ class RunRecord:
     metric: MetricInfo
     domain: str
     warnings: list[str] = field(default_factory=list)
+    repeat: int = 0  # the how-many-th run of its group and seed, by finish time (set by selection)
 
     @property
     def agent(self) -> str:
@@ -75,18 +75,32 @@ class RunRecord:
 
     @property
     def budget_label(self) -> str:
-        """The budget a run had, as a grouping key: experiments, USD and compute hours."""
-        lim = self.summary["budget"]["limits"]
-        return f"{lim['experiments']}exp/${lim['usd']:g}/{lim['compute_hours']:g}h"
+        return budget_label(self.summary)
+
+    @property
+    def task_version(self) -> str:
+        """The task manifest's version the run used ('unknown' for summaries written before it was recorded)."""
+        version = self.summary.get("task_version") or (self.summary.get("provenance") or {}).get("task_version")
+        return str(version) if version else "unknown"
 
     @property
     def config_label(self) -> str:
-        """A short hash of what the agent was configured to do (not seed, task, budget or paths)."""
-        plain = {k: v for k, v in self.config.items() if k not in _NOT_CONFIG}
-        llm = plain.get("llm")
-        if isinstance(llm, dict):  # replies and where they are cached do not change the agent
-            plain["llm"] = {k: v for k, v in llm.items() if k in ("model", "temperature", "max_tokens", "operators")}
-        return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        return keys.config_label(self.config, self.agent)
+
+    @property
+    def llm_label(self) -> str:
+        return keys.llm_source(self.config, self.agent)
+
+    @property
+    def finished_at(self) -> float:
+        """When the run ended: its final record's time, else the summary's last update (epoch seconds)."""
+        for value in ((self.final or {}).get("at"), self.summary.get("updated_at")):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value)
+        try:
+            return (self.run_dir / "summary.json").stat().st_mtime
+        except OSError:
+            return 0.0
 
     @property
     def blobs(self) -> BlobStore:
@@ -210,33 +224,6 @@ def load_run(run_dir: Path) -> RunRecord:
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"summary.json's metric is incomplete ({exc})") from None
     return RunRecord(run_dir, summary, nodes, final, config, metric, str(domain), notes)
-
-
-def load_runs(root: Path, warn: Callable[[str], None], agents: list[str] | None = None,
-              tasks: list[str] | None = None, unfinished: bool = False) -> list[RunRecord]:
-    """Every readable run under root that passes the filters; unreadable ones are reported and skipped, and
-    so are runs that have not finished (no hidden-test score yet) unless `unfinished`."""
-    records = []
-    for run_dir in find_runs(root):
-        try:
-            record = load_run(run_dir)
-        except (ValueError, OSError) as exc:
-            warn(f"warning: skipped {run_dir}: {exc}")
-            continue
-        if agents and record.agent not in agents or tasks and record.task not in tasks:
-            continue
-        if record.summary.get("status") != "finished" and not unfinished:
-            warn(f"note: skipped {run_dir}: status '{record.summary.get('status')}', not finished "
-                 f"(resume it, or pass --include-unfinished)")
-            continue
-        for note in record.warnings:
-            warn(f"note: {run_dir}: {note}")
-        records.append(record)
-    if not records:
-        wanted = " matching " + ", ".join(f"{k}={v}" for k, v in (("agent", agents), ("task", tasks)) if v) \
-            if agents or tasks else ""
-        raise UserError(f"no readable runs{wanted} under {root}; check the filters or the path")
-    return records
 
 
 def is_ok(node: Node) -> bool:

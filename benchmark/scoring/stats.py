@@ -1,5 +1,6 @@
-"""Statistics that keep comparisons honest: mean and SEM over seeds, bootstrap CIs, paired comparisons,
-FARBench's domain-balanced aggregate. Pure numpy; deterministic (fixed bootstrap seed)."""
+"""Statistics that keep comparisons honest: mean and SEM over seeds, bootstrap CIs, paired comparisons and
+the number of pairs they would need for 80% power, FARBench's domain-balanced aggregate. Deterministic
+(fixed bootstrap seed); statsmodels is imported only for the power computation."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import numpy as np
 
 BOOTSTRAP_SAMPLES = 2000
 BOOTSTRAP_SEED = 0
+POWER, ALPHA = 0.8, 0.05  # the detection a power analysis asks for: 80% power, two-sided alpha 0.05
+MAX_PAIRS = 1 << 40  # past this a difference counts as undetectable
+INCOMPLETE = "incomplete"
 
 
 def finite(values: Sequence[float]) -> np.ndarray:
@@ -39,24 +43,76 @@ def bootstrap_ci(values: Sequence[float], level: float = 0.95, samples: int = BO
 
 
 def paired(a: dict[tuple, float], b: dict[tuple, float]) -> dict[str, float]:
-    """Compare two agents on the keys (task, seed) both have: mean of a - b, its bootstrap CI, and a's
-    win rate (ties count half). Keys present for only one side are left out, never imputed."""
+    """Compare two agents on the keys both have: n pairs, mean and SD of a - b, the mean's bootstrap CI,
+    a's win rate (ties count half) and the pairs needed for 80% power. Keys present for only one side
+    are left out, never imputed."""
     shared = sorted(k for k in a.keys() & b.keys() if math.isfinite(a[k]) and math.isfinite(b[k]))
     diffs = np.array([a[k] - b[k] for k in shared], dtype=float)
     if not len(diffs):
-        return {"pairs": 0, "mean_diff": math.nan, "ci_low": math.nan, "ci_high": math.nan, "win_rate": math.nan}
+        return {"n": 0, "mean_diff": math.nan, "sd_diff": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                "win_rate": math.nan, "pairs_needed": math.nan}
     low, high = bootstrap_ci(diffs)
     wins = float(np.mean(np.where(diffs > 0, 1.0, np.where(diffs < 0, 0.0, 0.5))))
-    return {"pairs": len(diffs), "mean_diff": float(diffs.mean()), "ci_low": low, "ci_high": high, "win_rate": wins}
+    return {"n": len(diffs), "mean_diff": float(diffs.mean()),
+            "sd_diff": float(diffs.std(ddof=1)) if len(diffs) > 1 else math.nan, "ci_low": low, "ci_high": high,
+            "win_rate": wins, "pairs_needed": pairs_for_power(diffs)}
 
 
-def domain_balanced(scores: dict[str, float], domains: dict[str, str], tasks: Sequence[str]) -> dict[str, float]:
-    """FARBench's aggregate: DomainScore_d = 100 * sum of A over the domain's tasks / |T_d| (a missing task
-    counts 0, |T_d| fixed by `tasks`), Score = mean over domains. `scores` maps task -> achievement."""
+def pairs_for_power(diffs: Sequence[float], power: float = POWER, alpha: float = ALPHA) -> float:
+    """The fewest pairs with which a two-sided paired t-test at `alpha` detects the observed mean difference
+    with probability `power`, taking the observed SD of the differences as the truth (statsmodels'
+    TTestPower: the noncentral t; the normal approximation only where that returns NaN, far out where
+    the power is about 1). NaN below two differences (no SD);
+    inf when the mean difference is 0; 2 when every difference is the same nonzero value."""
+    arr = finite(diffs)
+    if len(arr) < 2:
+        return math.nan
+    mean, sd = float(arr.mean()), float(arr.std(ddof=1))
+    if mean == 0:
+        return math.inf
+    if sd == 0 or abs(mean) / sd > 1e6:  # no spread: the smallest sample a t-test can use
+        return 2.0
+    from scipy.stats import norm
+    from statsmodels.stats.power import TTestPower
+
+    test, effect = TTestPower(), abs(mean) / sd
+    def enough(n: int) -> bool:
+        value = float(test.power(effect_size=effect, nobs=n, alpha=alpha, alternative="two-sided"))
+        if math.isnan(value):  # the noncentral t loses precision far out (large d * sqrt(n)): normal approximation
+            nc, z = effect * math.sqrt(n), float(norm.ppf(1 - alpha / 2))
+            value = float(norm.cdf(nc - z) + norm.cdf(-nc - z))
+        return value >= power
+    if enough(2):
+        return 2.0
+    low, high = 2, 4  # enough(low) is false; find a high that is enough, then bisect (power rises with n)
+    while not enough(high):
+        if high >= MAX_PAIRS:
+            return math.inf
+        low, high = high, high * 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if enough(mid) else (mid, high)
+    return float(high)
+
+
+def domain_balanced(scores: dict[str, float], domains: dict[str, str], tasks: Sequence[str],
+                    missing_zero: bool = False) -> dict[str, float | str]:
+    """FARBench's aggregate: DomainScore_d = 100 * sum of A over the domain's tasks / |T_d|, Score = mean over
+    domains; `scores` maps task -> achievement, |T_d| is fixed by `tasks`. A domain with a task missing from
+    `scores` is INCOMPLETE, and so is the score, unless `missing_zero` (FARBench's convention: it counts 0)."""
     by_domain: dict[str, list[str]] = {}
     for task in tasks:
         by_domain.setdefault(domains.get(task, "unknown"), []).append(task)
-    out = {f"domain:{d}": 100 * sum(scores.get(t, 0.0) if math.isfinite(scores.get(t, 0.0)) else 0.0 for t in ts)
-           / len(ts) for d, ts in sorted(by_domain.items())}
-    out["FARBench score"] = float(np.mean(list(out.values()))) if out else math.nan
+    out: dict[str, float | str] = {}
+    for domain, ts in sorted(by_domain.items()):
+        values = [scores.get(t, math.nan) for t in ts]
+        if not missing_zero and any(not math.isfinite(v) for v in values):
+            out[f"domain:{domain}"] = INCOMPLETE
+        else:
+            out[f"domain:{domain}"] = 100 * sum(v if math.isfinite(v) else 0.0 for v in values) / len(ts)
+    numbers = [v for v in out.values() if not isinstance(v, str)]
+    if len(numbers) < len(out):
+        out["FARBench score"] = INCOMPLETE
+    else:
+        out["FARBench score"] = float(np.mean(numbers)) if numbers else math.nan
     return out

@@ -7,7 +7,7 @@ only: a safetensors file cannot carry code, so nothing the agent wrote runs here
 network from the harness-owned `baseline/family.py`, and attacks it on the validation or hidden
 test images with a fixed, harness-owned threat model:
 
-    L-inf ball of radius EPS = 0.1 around each image (pixels scaled to [0, 1]), clipped to [0, 1].
+    L-inf ball of radius EPS = 0.15 around each image (pixels scaled to [0, 1]), clipped to [0, 1].
 
 The attack is a reduced AutoAttack (Croce & Hein, 2020), run as a cascade over the images still
 classified correctly, with ART's implementations:
@@ -47,7 +47,7 @@ PIXELS = [f"p{i}" for i in range(64)]
 PIXEL_MAX = 16.0
 
 # The threat model and the attack: harness-owned, identical for val and test.
-EPS = 0.1
+EPS = 0.15
 CLEAN_ACCURACY_FLOOR = 0.90
 APGD_ITERATIONS = 100
 APGD_CE_RESTARTS = 2

@@ -9,7 +9,9 @@ and `N_SAMPLES` i.i.d. samples from a structural equation model on it (gcastle's
 half the datasets linear with non-Gaussian or Gaussian noise, half nonlinear. Every column is then
 standardized (zero mean, unit variance), which removes the "varsortability" shortcut of simulated
 linear SEMs (Reisach et al. 2021: raw variances grow along the causal order). Validation and test
-use different graphs drawn from the same family. Layout written under --out:
+use different graphs drawn from the same family, and each split numbers its datasets in its own seeded
+order, so a dataset's number (or the order the driver visits it in) does not tell its SEM type.
+Layout written under --out:
 
     public/val/<dataset>.csv             x0..x{d-1}, one row per sample       (agent-visible)
     test_inputs/test/<dataset>.csv       same format                           (final test phase only)
@@ -65,13 +67,21 @@ def simulate(graph_seed: int, sample_seed: int, method: str, sem: str) -> tuple[
     return (x - x.mean(axis=0)) / x.std(axis=0), np.asarray(sim.B, dtype=int)
 
 
+def name_orders() -> dict[str, list[int]]:
+    """Per split, a seeded permutation giving each (graph, SEM) its dataset number: the number (and the
+    driver's call order, which follows it) says nothing about the SEM type, and val's order is not test's."""
+    rng = np.random.default_rng(np.random.SeedSequence(GRAPH_ENTROPY).spawn(1)[0])
+    return {split: [int(k) for k in rng.permutation(len(SEMS))] for split in SPLITS}
+
+
 def build(out: Path) -> None:
+    orders = name_orders()
     for split, prefix in SPLITS.items():
         folder = out / ("public/val" if split == "val" else "test_inputs/test")
         folder.mkdir(parents=True, exist_ok=True)
         edges, meta = [], []
         for k, ((graph_seed, sample_seed), (method, sem)) in enumerate(zip(seeds()[split], SEMS)):
-            name = f"{prefix}{k}"
+            name = f"{prefix}{orders[split][k]}"
             x, adjacency = simulate(graph_seed, sample_seed, method, sem)
             frame = pd.DataFrame(x, columns=[f"x{i}" for i in range(N_NODES)])
             frame.to_csv(folder / f"{name}.csv", index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
@@ -80,9 +90,9 @@ def build(out: Path) -> None:
             meta.append((name, N_NODES, f"{method}-{sem}"))
         labels = out / "labels"
         labels.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame(edges, columns=["dataset", "source", "target"]).to_csv(
+        pd.DataFrame(edges, columns=["dataset", "source", "target"]).sort_values("dataset", kind="stable").to_csv(
             labels / f"{split}_edges.csv", index=False, lineterminator="\n")
-        pd.DataFrame(meta, columns=["dataset", "n_nodes", "sem"]).to_csv(
+        pd.DataFrame(meta, columns=["dataset", "n_nodes", "sem"]).sort_values("dataset").to_csv(
             labels / f"{split}_datasets.csv", index=False, lineterminator="\n")
 
 

@@ -1,4 +1,4 @@
-"""Score binary predictions for the fairness task: demographic parity under an accuracy floor.
+"""Score binary predictions for the fairness task: accuracy of decisions that meet demographic parity.
 
     python evaluate.py --phase val|test --predictions-dir <dir> --labels <labels dir> --metrics <out.json>
 
@@ -7,16 +7,19 @@ Runs in its own process on the harness side; agent code never imports it. The sc
 duplicated or unknown ids, values other than 0/1) print one line to stderr and exit 1 without writing
 metrics.
 
-The same rule on val and test: a solution whose accuracy is below ACCURACY_FLOOR gets the worst
-value, 1.0, as its primary score, whatever its parity; otherwise the primary score is its
-demographic-parity difference. So a constant (or any label-blind) predictor cannot win.
+The same rule on val and test, a quota audit of the decisions themselves: the positive rates of the
+two groups among the rows decided must differ by at most PARITY_TOLERANCE (a couple of people per
+group). Decisions that pass score their accuracy; decisions that do not score 0.0, the worst value.
+A classifier that is fair only in expectation (its rates match on training rows, or on average over
+its randomization) misses the audit on a given batch by its sampling noise, about 0.01-0.02 here.
+A constant predictor passes (both rates are equal) with the majority-label accuracy, the floor.
 
 Metrics:
-  dpd_at_floor   primary, lower is better: dpd if accuracy >= ACCURACY_FLOOR, else 1.0
-  dpd            |P(pred=1 | a=1) - P(pred=1 | a=0)|
-  eod            equalized-odds difference: max over y of |P(pred=1 | a=1, y) - P(pred=1 | a=0, y)|
-  accuracy       fraction of correct predictions
-  meets_floor    1.0 if accuracy >= ACCURACY_FLOOR else 0.0
+  accuracy_at_parity  primary, higher is better: accuracy if dpd <= PARITY_TOLERANCE, else 0.0
+  dpd                 |P(pred=1 | a=1) - P(pred=1 | a=0)| on the rows scored
+  eod                 equalized-odds difference: max over y of |P(pred=1 | a=1, y) - P(pred=1 | a=0, y)|
+  accuracy            fraction of correct predictions
+  meets_parity        1.0 if dpd <= PARITY_TOLERANCE else 0.0
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ACCURACY_FLOOR = 0.70  # also stated in description.md and the manifest; change all three together
-WORST = 1.0
+PARITY_TOLERANCE = 0.005  # also stated in description.md and the manifest; change all three together
+WORST = 0.0
 PHASES = ("val", "test")
 
 
@@ -80,9 +83,9 @@ def score(merged: pd.DataFrame) -> dict[str, float]:
     accuracy = float(np.mean(p == y))
     dpd = abs(p[a == 1].mean() - p[a == 0].mean())
     eod = max(abs(p[(a == 1) & (y == v)].mean() - p[(a == 0) & (y == v)].mean()) for v in (0, 1))
-    meets = accuracy >= ACCURACY_FLOOR
-    return {"dpd_at_floor": float(dpd) if meets else WORST, "dpd": float(dpd), "eod": float(eod),
-            "accuracy": accuracy, "meets_floor": float(meets)}
+    meets = dpd <= PARITY_TOLERANCE
+    return {"accuracy_at_parity": accuracy if meets else WORST, "dpd": float(dpd), "eod": float(eod),
+            "accuracy": accuracy, "meets_parity": float(meets)}
 
 
 def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, float]:
@@ -98,7 +101,7 @@ def write_json(path: Path, payload: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Score predictions (parity under an accuracy floor).")
+    parser = argparse.ArgumentParser(description="Score predictions (accuracy of decisions that meet demographic parity).")
     parser.add_argument("--phase", choices=PHASES, required=True)
     parser.add_argument("--predictions-dir", type=Path, required=True)
     parser.add_argument("--labels", type=Path, required=True)

@@ -7,12 +7,18 @@ Runs in its own process on the harness side; agent code never imports it. The sc
 duplicated or unexpected ids, non-numeric or non-finite scores, oversized) print one line to stderr
 and exit 1 without writing metrics.
 
-Metrics (OOD is the positive class; ties count half, so a constant score has AUROC 0.5):
-  auroc          mean of auroc_near and auroc_far: the primary metric, higher is better
+Metrics:
+  fpr_at_95_tpr  the primary metric, lower is better (FPR at 95% TPR, as in Liang et al. 2018):
+                 the threshold keeps the 95% of in-distribution images with the lowest scores
+                 (TPR 95%, in-distribution as the positive class); the fraction of OOD images scored
+                 at or below it, i.e. accepted as in-distribution. An OOD image tied with the
+                 threshold counts as accepted, so a constant score gives 1.0 and random scores about
+                 0.95.
+  auroc          mean of auroc_near and auroc_far (OOD as the positive class; ties count half, so a
+                 constant score has AUROC 0.5)
   auroc_near     in-distribution digits vs unseen digit classes
   auroc_far      in-distribution digits vs natural-image patches
   auroc_all      in-distribution vs all OOD images
-  fpr_at_95_tpr  fraction of in-distribution images flagged when 95% of all OOD images are
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import pandas as pd
 LABEL_FILES = {"val": "val.csv", "test": "test.csv"}
 SCORES_FILE = "scores.csv"
 MAX_BYTES = 4 * 1024**2  # ~20 KB expected
+TPR = 0.95  # share of in-distribution images the threshold keeps
 
 
 class InvalidPredictions(Exception):
@@ -75,8 +82,9 @@ def align(scores: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
 
 
 def fpr_at_95_tpr(is_ood: np.ndarray, score: np.ndarray) -> float:
-    threshold = np.quantile(score[is_ood], 0.05, method="lower")  # >= 95% of OOD scores are at or above it
-    return float((score[~is_ood] >= threshold).mean())
+    """Share of OOD images accepted by the lowest threshold that accepts 95% of the in-distribution ones."""
+    threshold = np.quantile(score[~is_ood], TPR, method="inverted_cdf")  # >= 95% of ID scores are at or below it
+    return float((score[is_ood] <= threshold).mean())
 
 
 def score(merged: pd.DataFrame) -> dict[str, float]:
@@ -108,7 +116,7 @@ def write_json(path: Path, payload: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Score OOD detection scores (AUROC).")
+    parser = argparse.ArgumentParser(description="Score OOD detection scores (FPR at 95% TPR, AUROC).")
     parser.add_argument("--phase", choices=sorted(LABEL_FILES), required=True)
     parser.add_argument("--predictions-dir", type=Path, required=True)
     parser.add_argument("--labels", type=Path, required=True)

@@ -20,8 +20,11 @@ On the phase's hidden images (labels/eval_<phase>.npz):
   mia_gap        max over the two attacks of 2 * |AUROC - 0.5|, in [0, 1]: 0 when forgotten images
                  look exactly like never-seen ones; over-forgetting (forgotten images *worse* than
                  unseen ones, itself a membership signal) counts too
-  unlearning_score = retain_acc * (1 - mia_gap)     primary, higher is better
-A constant output has mia_gap near 0 but retain_acc near 0.1, so it scores about 0.1.
+  unlearning_score = retain_acc * heldout_acc * (1 - mia_gap)     primary, higher is better
+Utility counts both what the model keeps (retained images) and how it generalizes (never-trained
+images), as the NeurIPS 2023 unlearning challenge's utility does: forgetting by degrading the whole
+model (shrinking every weight until members and non-members look alike) is paid for in heldout_acc.
+A constant output has mia_gap near 0 but accuracies near 0.1, so it scores about 0.01.
 """
 
 from __future__ import annotations
@@ -100,7 +103,7 @@ def score(weights: dict[str, np.ndarray], data: dict[str, np.ndarray]) -> dict[s
     auc_loss = auroc(-results["forget"][0], -results["heldout"][0])
     auc_label = auroc(correct["forget"], correct["heldout"])
     gap = 2.0 * max(abs(auc_loss - 0.5), abs(auc_label - 0.5))
-    return {"unlearning_score": acc["retain"] * (1.0 - gap), "retain_acc": acc["retain"],
+    return {"unlearning_score": acc["retain"] * acc["heldout"] * (1.0 - gap), "retain_acc": acc["retain"],
             "heldout_acc": acc["heldout"], "forget_acc": acc["forget"], "mia_auc_loss": auc_loss,
             "mia_auc_label": auc_label, "mia_gap": gap}
 
@@ -119,7 +122,7 @@ def write_json(path: Path, payload: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Score unlearned weights (retained accuracy x (1 - MIA gap)).")
+    parser = argparse.ArgumentParser(description="Score unlearned weights (retained x held-out accuracy x (1 - MIA gap)).")
     parser.add_argument("--phase", choices=["val", "test"], required=True)
     parser.add_argument("--predictions-dir", type=Path, required=True)
     parser.add_argument("--labels", type=Path, required=True)

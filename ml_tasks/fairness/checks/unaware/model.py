@@ -1,4 +1,4 @@
-"""Trivial predictor for `setup.py --check`: a fairness-unaware logistic regression (the manifest floor)."""
+"""Trivial predictor for `setup.py --check`: a fairness-unaware logistic regression (misses the parity audit: 0)."""
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression

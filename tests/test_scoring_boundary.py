@@ -1,0 +1,54 @@
+"""What reaches the journal the scorer reads: an evaluator's non-finite secondary metrics are left out at
+the boundary where the harness reads its metrics JSON, with one feedback line on the node, and the node
+(its primary score finite) stays a valid result."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import Future
+from pathlib import Path
+
+from benchmark.display import Display
+from benchmark.executors.base import Job, JobResult
+from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+from benchmark.journal import OK, BlobStore, Journal, Node
+
+
+class NonFiniteSecondaries:
+    """The real local executor, except that after the evaluator has written its metrics they gain a NaN and
+    an infinite secondary metric (as an evaluator dividing by zero on degenerate predictions would)."""
+
+    def __init__(self, inner: LocalExecutor):
+        self.inner = inner
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def submit(self, job: Job) -> Future[JobResult]:
+        result = self.inner.submit(job).result()
+        metrics = job.workdir / "metrics.json"
+        if metrics.exists():
+            raw = json.loads(metrics.read_text())
+            raw["metrics"].update({"r2": float("nan"), "ratio": float("inf")})
+            metrics.write_text(json.dumps(raw))  # Python writes NaN and Infinity; the harness reads them back
+        done: Future[JobResult] = Future()
+        done.set_result(result)
+        return done
+
+
+def test_non_finite_secondary_metrics_never_reach_the_journal(toy, tmp_path: Path) -> None:
+    from benchmark.worker import StepRunner
+
+    spec = toy.spec
+    with LocalExecutor(LocalExecutorConfig()) as real:
+        runner = StepRunner(toy, NonFiniteSecondaries(real), BlobStore(tmp_path / "blobs"), spec.budget,
+                            tmp_path / "scratch", Display(echo=lambda line: None, quiet=True))
+        node = Node(id="0000", step=0, operator="baseline")
+        files = {rel: data.decode() for rel, data in toy.baseline_files().items() if spec.is_editable(rel)}
+        runner.execute(node, files, {})
+    assert node.status == OK and node.primary is not None and set(node.metrics) == {spec.metric.name}
+    assert node.feedback == ("the evaluator gave non-finite secondary metrics, left out of this node's metrics: "
+                             "r2=nan, ratio=inf")
+    journal = Journal(tmp_path / "journal.jsonl")
+    journal.append({"kind": "finished", "node": node.to_dict()})  # the journal refuses NaN: this must not raise
+    assert "NaN" not in (tmp_path / "journal.jsonl").read_text()
