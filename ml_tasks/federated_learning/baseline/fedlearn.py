@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-DEFAULTS = {"hidden": 64, "local_epochs": 5, "lr": 0.1, "batch_size": 10, "momentum": 0.0}
+DEFAULTS = {"hidden": 64, "local_epochs": 5, "lr": 0.1, "batch_size": 10, "momentum": 0.9}
 
 
 def make_model(params: dict) -> nn.Module:
