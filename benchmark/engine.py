@@ -184,10 +184,12 @@ class Run:
         except InfrastructureFailure as exc:
             self.journal.append({"kind": ABORTED, "cause": exc.cause, "fix": exc.fix, "source": exc.source,
                                  "details": exc.details, "at": now()})
-            self._write_summary("aborted", abort_cause=exc.cause)
+            summary = self._write_summary("aborted", abort_cause=exc.cause)
+            self.registry.notify("researchbench_on_run_end", summary=summary, run=self.identity())
             raise
         except KeyboardInterrupt:
-            self._write_summary("interrupted")
+            summary = self._write_summary("interrupted")
+            self.registry.notify("researchbench_on_run_end", summary=summary, run=self.identity())
             self.display.line(f"interrupted; run the same command again to resume {self.run_dir}")
             raise
         finally:
