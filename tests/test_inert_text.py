@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -19,7 +20,8 @@ import pandas as pd
 from benchmark.display import Display, RichDisplay, Stats
 from benchmark.executors.base import Job, JobResult
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.inert_text import JOB_OUTPUT_BYTES, MAX_METRICS, METRIC_NAME, csv_safe, inert, job_output
+from benchmark.inert_text import (JOB_OUTPUT_BYTES, MAX_METRICS, METRIC_NAME, csv_safe, inert, install_log_filter,
+                                  job_output)
 from benchmark.journal import OK, BlobStore, Journal, Node
 from conftest import journal_records, run_cli
 
@@ -79,6 +81,25 @@ def test_rich_live_view_never_interprets_markup_or_escapes() -> None:
     shown = out.getvalue()
     assert LINK in shown and "[bold]" in shown  # literal text, not a hyperlink or a style
     assert "\x1b]" not in shown and CLEAR not in shown and "\x00" not in shown and "\x07" not in shown
+
+
+def test_log_records_are_inert() -> None:
+    """What the harness logs quotes hostile text (an evaluator's stderr, an agent's command, a crashed
+    operator's exception): the filter a run installs makes the message and the traceback inert."""
+    stream = io.StringIO()
+    logger = logging.getLogger("test_inert_text")
+    logger.propagate = False
+    logger.addHandler(logging.StreamHandler(stream))
+    install_log_filter(logger)
+    install_log_filter(logger)  # idempotent: one filter per handler
+    assert len(logger.handlers[0].filters) == 1
+    try:
+        raise ValueError(HOSTILE)
+    except ValueError as exc:
+        logger.error("job %s failed", HOSTILE, exc_info=exc)
+    text = stream.getvalue()
+    _assert_inert(text, "the log")
+    assert f"job {inert(HOSTILE)} failed" in text and f"ValueError: {inert(HOSTILE)}" in text
 
 
 def test_hostile_react_run_leaves_terminal_report_and_csv_inert(toy, tmp_path: Path) -> None:
