@@ -34,12 +34,13 @@ if TYPE_CHECKING:
     import pandas as pd
 
 # ESC-introduced sequences, dropped whole so no residue such as "[2J" is left behind:
-# CSI (ESC [ params final), OSC/DCS/SOS/PM/APC strings (ended by BEL or ST, or unterminated to the
-# end of the text), and the two-character escapes (ESC + one byte, e.g. ESC c = reset).
+# CSI (ESC [ params final), OSC/DCS/SOS/PM/APC strings (ended by BEL or ST; an unterminated one ends at
+# the line's end, so it cannot swallow the rest of a job's output), and the two-character escapes
+# (ESC + one byte, e.g. ESC c = reset).
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?"
-                      r"|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)?"
+                      r"|\x1b[\]PX^_][^\x07\x1b\n]*(?:\x07|\x1b\\)?"
                       r"|\x9b[0-?]*[ -/]*[@-~]?"
-                      r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+                      r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
                       r"|\x1b[ -~]?")
 # every other control: C0 but tab and newline, DEL, C1, the bidi embeddings/overrides/isolates and marks
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")

@@ -219,3 +219,7 @@ def test_a_metrics_file_over_its_read_cap_makes_the_step_invalid(toy, tmp_path: 
     node, _ = _execute(toy, tmp_path, HOSTILE_MODEL, long_name=1_000_000)
     assert node.status == "buggy" and node.metrics == {} and node.primary is None
     assert node.bug_reason.startswith("the evaluator wrote no usable metrics (metrics.json is")
+
+
+def test_an_unterminated_escape_string_cannot_hide_later_lines() -> None:
+    assert inert("ok\x1b]0;never ends\nTraceback: the real error\n") == "ok\nTraceback: the real error\n"
