@@ -17,6 +17,7 @@ from typing import Any, Callable, NoReturn
 from omegaconf import OmegaConf
 
 from benchmark.errors import UserError
+from benchmark.inert_text import inert
 from benchmark.sweep import Invocation, describe, expand, launcher_problem, parse
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
@@ -25,7 +26,7 @@ ENV_DEFAULTS = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HYDRA_FULL_ERROR": "0"}
 
 
 def fail(message: str) -> NoReturn:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {inert(message)}", file=sys.stderr)
     raise SystemExit(UserError.exit_code)
 
 

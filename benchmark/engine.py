@@ -30,6 +30,7 @@ from benchmark.display import Display, Stats, make_display
 from benchmark.errors import InfrastructureFailure, UserError
 from benchmark.experiment import check_isolation
 from benchmark.final_test import BASELINE_ID, final_test
+from benchmark.inert_text import install_log_filter
 from benchmark.journal import ABORTED, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
 from benchmark.llm import LLMClient, Usage
 from benchmark.outage import GuardedExecutor, baseline_failure, llm_never_answered
@@ -141,6 +142,7 @@ class Run:
 
     # ------------------------------------------------------------------------------------ run
     def run(self) -> dict[str, Any]:
+        install_log_filter()  # warnings quote evaluator stderr and agent commands: inert on every handler
         self.executor = self._build_executor()
         try:
             check_isolation(self.prepared, self.executor, self.run_dir)  # before anything is written

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import shutil
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from benchmark.errors import UserError
 from benchmark.executors.base import Executor, Job, JobResult, Limits
+from benchmark.inert_text import clean_metrics, inert, job_output
 from benchmark.safefs import UnsafeOutput, discard_tree, read_regular_file
 from benchmark.shipped_data import shipped_data_paths
 from benchmark.task import render
@@ -117,7 +117,8 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
         job = phase_job(prepared, phase, scratch, timeout_s, owned, seed)
         result = executor.submit(job).result()
         outcome = Outcome(exit_code=result.exit_code, timed_out=result.timed_out, seconds=0.0,
-                          stdout=_read(job.stdout_path), stderr=_read(job.stderr_path),
+                          stdout=job_output(_read(job.stdout_path)).encode(),
+                          stderr=job_output(_read(job.stderr_path)).encode(),
                           cpu_seconds=result.cpu_seconds, clock=result.clock)
         outcome.bug_reason = _job_problem(result, timeout_s)
         if not outcome.bug_reason:
@@ -182,24 +183,22 @@ def _evaluate(prepared: PreparedTask, phase: str, executor: Executor, scratch: P
         outcome.bug_reason = f"invalid predictions: {_evaluator_reason(prepared, _read(job.stderr_path), result, handed, scratch)}"
         return
     try:
-        raw = json.loads(read_regular_file(eval_dir, "metrics.json", _METRICS_CAP))
-        metrics = {k: float(v) for k, v in raw["metrics"].items()}
+        raw = json.loads(read_regular_file(eval_dir, "metrics.json", _METRICS_CAP))["metrics"]
+        if not isinstance(raw, dict):
+            raise TypeError("metrics is not an object")
     except UnsafeOutput as exc:
         outcome.bug_reason = f"the evaluator wrote no usable metrics ({exc})"
         return
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:
         outcome.bug_reason = f"the evaluator wrote unreadable metrics: {type(exc).__name__}"
         return
+    # what reaches the journal, prompts and reports: safe names, finite values (never NaN/inf), capped count
+    metrics, outcome.note = clean_metrics(raw, spec.metric.name)
     primary = metrics.get(spec.metric.name)
-    if primary is None or not math.isfinite(primary):
+    if primary is None:
         outcome.bug_reason = f"the evaluator gave no finite '{spec.metric.name}'"
         return
-    rejected = {k: v for k, v in metrics.items() if not math.isfinite(v)}  # never journaled as NaN/inf
-    if rejected:
-        outcome.note = ("the evaluator gave non-finite secondary metrics, left out of this node's metrics: "
-                        + ", ".join(f"{k}={v}" for k, v in sorted(rejected.items())))
-    outcome.metrics = {k: v for k, v in metrics.items() if k not in rejected}
-    outcome.primary = primary
+    outcome.metrics, outcome.primary = metrics, primary
 
 
 def _evaluator_reason(prepared: PreparedTask, stderr: bytes, result: JobResult, handed: Path, scratch: Path) -> str:
@@ -217,7 +216,7 @@ def _evaluator_reason(prepared: PreparedTask, stderr: bytes, result: JobResult, 
     line = lines[-1].replace(str(handed), str(scratch / "output"))
     for secret, name in ((prepared.labels_dir, "<labels>"), (prepared.spec.task_dir, "<evaluator>")):
         line = line.replace(str(secret), name)
-    return line[:300]
+    return inert(line, multiline=False)[:300]  # it may quote the predictions
 
 
 def _read(path: Path) -> bytes:
