@@ -148,7 +148,7 @@ def _collect(prepared: PreparedTask, output_dir: Path, handed: Path) -> str:
     cap = int(prepared.spec.evaluation.max_output_mb * 1024**2)
     for rel in prepared.spec.outputs:
         try:
-            data = read_regular_file(output_dir, rel, cap)
+            data = read_regular_file(output_dir, rel, cap, "evaluation.max_output_mb")
         except UnsafeOutput as exc:
             return f"invalid output: {exc}"
         target = handed / rel
