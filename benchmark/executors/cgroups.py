@@ -177,6 +177,11 @@ class JobCgroup:
         for fd in self._fds:
             os.write(fd, b"0")
 
+    @property
+    def limits_pids(self) -> bool:
+        """Whether pids.max bounds the job (a v1 host may lack the pids hierarchy, or not let us write it)."""
+        return any((d / "pids.max").is_file() for d in self.dirs)
+
     def cpu_seconds(self) -> Optional[float]:
         """CPU time of every process that was ever in the cgroup; None when it does not account CPU."""
         if self._cpu_file is None:
