@@ -20,7 +20,8 @@ import pytest
 
 from benchmark.errors import UserError
 from benchmark.executors import Limits, LocalExecutor, LocalExecutorConfig
-from benchmark.executors.job_uids import JobUids, uids_with_processes
+from benchmark.executors.job_uids import JOB_USER, JobUids, uids_with_processes
+from benchmark.executors.no_userns import no_userns_program
 from tests.executor_conformance import make_job, run
 from tests.test_executor_local import HAS_BWRAP, HAS_CGROUPS
 
@@ -207,11 +208,11 @@ def test_the_uid_of_a_killed_harness_is_reclaimed(tmp_path: Path) -> None:
         harness.send_signal(signal.SIGKILL)
         harness.wait()
     # The only uid of the range comes back: the next harness's job runs as it, without waiting forever.
-    job = make_job(tmp_path, "import os\nprint(os.getuid())", name="next")
+    job = make_job(tmp_path, "import getpass, os\nprint(os.getuid(), getpass.getuser())", name="next")
     with _executor(first, 1) as next_harness:
         result, out, err = run(next_harness, job)
     assert result.ok, err
-    assert out == f"{first}\n"
+    assert out == f"{first} {JOB_USER}\n"  # the uid has no passwd entry, but the job still has a user name
 
 
 def test_uid_leases_are_exclusive_and_released(tmp_path: Path) -> None:
@@ -258,3 +259,15 @@ def test_a_planted_lock_dir_is_refused(tmp_path: Path) -> None:
     os.chown(planted.parent, 4242, 4242)
     with pytest.raises(UserError, match="remove it"):
         JobUids(200000, 10, lock_dir=planted)
+
+
+@pytest.mark.skipif(not HAS_BWRAP, reason="no working bubblewrap on this host")
+def test_a_missing_libseccomp_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sandboxed jobs are never started without the filter: the executor refuses, naming the fix."""
+    monkeypatch.setitem(sys.modules, "pyseccomp", None)  # what an uninstalled package looks like to import
+    no_userns_program.cache_clear()
+    try:
+        with pytest.raises(UserError, match="libseccomp2"):
+            LocalExecutor(LocalExecutorConfig(sandbox="bwrap"))
+    finally:
+        no_userns_program.cache_clear()

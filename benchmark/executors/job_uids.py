@@ -34,6 +34,7 @@ _RUN_DIR = Path("/run")
 _SUBDIR = ("researchbench", "job-uids")
 _POLL_S = 0.2  # how often a job waiting for a free uid looks again
 _RELEASE_WAIT_S = 5.0  # how long a released uid's last processes may take to die
+JOB_USER = "researchbench-job"  # the user name a job sees in $USER/$LOGNAME (its uid is in no passwd file)
 _MAX_UID = 2**31 - 2  # larger uids trip software that stores them in a signed int; 2**32 - 1 means "none"
 
 

@@ -37,7 +37,7 @@ from benchmark.executors.base import CPU, WALL, Job, JobResult, job_problem
 from benchmark.executors.cgroups import JobCgroup
 from benchmark.executors.cpu_time import ProcessTreeCpu
 from benchmark.executors.gpus import GpuPool
-from benchmark.executors.job_uids import JobUids
+from benchmark.executors.job_uids import JOB_USER, JobUids
 from benchmark.executors.no_userns import no_userns_program, program_fd
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.sandbox import (
@@ -178,6 +178,8 @@ class LocalExecutor:
         started = time.monotonic()
         job_id = uuid.uuid4().hex
         env = job_env(job, gpu_ids, job_id)
+        if run_as is not None:  # a leased uid has no passwd entry; getpass.getuser() reads these first
+            env = {"USER": JOB_USER, "LOGNAME": JOB_USER, **env}
         argv = [str(a) for a in job.argv]
         exe = _resolve_executable(argv[0], Path(job.workdir), env.get("PATH", ""))
         if exe is None:
