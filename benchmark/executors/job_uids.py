@@ -139,11 +139,12 @@ def _process_uids() -> dict[int, int]:
         if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/status", "rb") as f:
-                for line in f:
-                    if line.startswith(b"Uid:"):
-                        found[int(name)] = int(line.split()[1])
-                        break
+            fd = os.open(f"/proc/{name}/status", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                status = os.read(fd, 4096)  # "Uid:" is the ninth line; no buffered file object for one read
+            finally:
+                os.close(fd)
+            found[int(name)] = int(status.split(b"\nUid:", 1)[1].split(None, 1)[0])
         except (OSError, ValueError, IndexError):
             continue  # the process ended meanwhile
     return found

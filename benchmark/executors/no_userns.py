@@ -10,7 +10,7 @@ to the job and everything it starts, for good (bubblewrap sets no_new_privs firs
 - `unshare` and `clone` with CLONE_NEWUSER fail with EPERM;
 - `clone3` fails with ENOSYS (its flags sit in a struct a filter cannot read), so the C library falls
   back to `clone`, which is checked;
-- a system call of a foreign ABI (32-bit `int 0x80` on x86-64) kills the process: the rules above are
+- a system call of a foreign ABI (32-bit `int 0x80` or x32 on x86-64) kills the process: the rules above are
   written for the native ABI only.
 
 The program is built with libseccomp (through `pyseccomp`), which knows each architecture's
