@@ -8,6 +8,7 @@ that job alone; jobs cannot create user namespaces.
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -271,3 +272,28 @@ def test_a_missing_libseccomp_is_one_clear_error(monkeypatch: pytest.MonkeyPatch
             LocalExecutor(LocalExecutorConfig(sandbox="bwrap"))
     finally:
         no_userns_program.cache_clear()
+
+
+NPROC = "import resource\nprint(resource.getrlimit(resource.RLIMIT_NPROC)[0])"
+
+
+@pytest.mark.parametrize("sandbox,use_cgroups", [
+    pytest.param("bwrap", True, marks=root_bwrap),
+    pytest.param("bwrap", False, marks=root_bwrap),
+    pytest.param("none", True, marks=pytest.mark.skipif(not HAS_CGROUPS, reason="no cgroups")),
+    ("none", False),
+])
+def test_rlimit_nproc_counts_only_what_it_should(tmp_path: Path, sandbox: str, use_cgroups: bool) -> None:
+    """A job with its own uid gets its own process limit; a job on the harness's (shared) uid gets none
+    where its pids cgroup bounds it, and the limit x capacity where nothing else would (the path a
+    non-root harness takes)."""
+    job = make_job(tmp_path, NPROC, limits=Limits(max_processes=77))
+    cfg = LocalExecutorConfig(sandbox=sandbox, max_parallel=3, job_uid=_uid_range(1)[0])
+    with LocalExecutor(cfg, use_cgroups=use_cgroups) as harness:
+        result, out, err = run(harness, job)
+    assert result.ok, err
+    own_uid = sandbox == "bwrap" and os.geteuid() == 0
+    inherited, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    shared = 77 * 3 if hard == resource.RLIM_INFINITY else min(77 * 3, hard)  # never above the hard limit
+    expected = 77 if own_uid else (inherited if use_cgroups else shared)
+    assert int(out) == expected
