@@ -18,12 +18,13 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import signal
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
+
+from benchmark.executors.kill_loop import kill_until_gone
 
 log = logging.getLogger(__name__)
 
@@ -216,20 +217,10 @@ class JobCgroup:
                         _write(d / knob, value)
                     except OSError:
                         pass
-        deadline = time.monotonic() + timeout_s
-        while True:
-            members = self.pids()
-            if not members:
-                return True
-            if time.monotonic() > deadline:
-                log.warning("cgroup %s still has processes after kill: %s", self.dirs, members)
-                return False
-            for pid in members:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.01)
+        left = kill_until_gone(self.pids, timeout_s)
+        if left:
+            log.warning("cgroup %s still has processes after kill: %s", self.dirs, left)
+        return not left
 
     def remove(self) -> None:
         """Close our handles and delete the directories (retrying while members finish dying)."""

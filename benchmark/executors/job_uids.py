@@ -18,15 +18,14 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import signal
 import stat
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Optional
 
 from benchmark.errors import UserError
+from benchmark.executors.kill_loop import kill_until_gone
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +54,11 @@ class UidLease:
         if self._fd is None:
             return
         try:
-            if not _kill_processes_of(self.uid, _RELEASE_WAIT_S):
-                log.warning("processes of job uid %d survive SIGKILL; the uid stays out of use until they end", self.uid)
+            left = kill_until_gone(lambda: [pid for pid, uid in _process_uids().items() if uid == self.uid],
+                                   _RELEASE_WAIT_S)
+            if left:
+                log.warning("processes %s of job uid %d survive SIGKILL; the uid stays out of use until they end",
+                            left, self.uid)
         finally:
             os.close(self._fd)  # closing the only descriptor drops the flock
             self._fd = None
@@ -148,20 +150,3 @@ def _process_uids() -> dict[int, int]:
         except (OSError, ValueError, IndexError):
             continue  # the process ended meanwhile
     return found
-
-
-def _kill_processes_of(uid: int, timeout_s: float) -> bool:
-    """SIGKILL every process of `uid` until none is left; False if some are still there after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        pids = [pid for pid, owner in _process_uids().items() if owner == uid]
-        if not pids:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.01)

@@ -38,6 +38,7 @@ from benchmark.executors.cgroups import JobCgroup
 from benchmark.executors.cpu_time import ProcessTreeCpu
 from benchmark.executors.gpus import GpuPool
 from benchmark.executors.job_uids import JOB_USER, JobUids
+from benchmark.executors.kill_loop import kill_until_gone
 from benchmark.executors.no_userns import no_userns_program, program_fd
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.sandbox import (
@@ -504,9 +505,9 @@ def _kill_marked(job_id: str, timeout_s: float) -> None:
     The only defence left when neither cgroups nor a pid namespace are available.
     """
     needle = _marker(job_id)
-    deadline = time.monotonic() + timeout_s
     me = os.getpid()
-    while True:
+
+    def marked() -> list[int]:
         found = []
         for name in os.listdir("/proc"):
             if not name.isdigit() or int(name) == me:
@@ -518,17 +519,11 @@ def _kill_marked(job_id: str, timeout_s: float) -> None:
                 continue
             if needle in b"\0" + environ:
                 found.append(int(name))
-        if not found:
-            return
-        if time.monotonic() > deadline:
-            log.warning("job %s processes survive SIGKILL: %s", job_id, found)
-            return
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.01)
+        return found
+
+    left = kill_until_gone(marked, timeout_s)
+    if left:
+        log.warning("job %s processes survive SIGKILL: %s", job_id, left)
 
 
 def _marker(job_id: str) -> bytes:
