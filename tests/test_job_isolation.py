@@ -69,7 +69,7 @@ HOLD_300_THREADS = """
     print(started)
 """
 
-# The victim: a baseline-like job with 50 threads alive at once.
+# The victims, baseline-like: 50 Python threads alive at once; OpenBLAS starting its 8 threads.
 FIFTY_THREADS = """
     import threading
     go = threading.Event()
@@ -79,19 +79,27 @@ FIFTY_THREADS = """
     go.set()
     for t in threads:
         t.join()
-    print("50 threads ok")
+    print("ok")
+"""
+BLAS_THREADS = """
+    import numpy as np
+    a = np.random.default_rng(0).random((600, 600))
+    assert np.allclose(a @ np.eye(600), a)
+    print("ok")
 """
 
 
 @root_bwrap
+@pytest.mark.parametrize("victim_code,cpus", [(FIFTY_THREADS, 1), (BLAS_THREADS, 8)], ids=["50-threads", "openblas-8"])
 @pytest.mark.parametrize("use_cgroups", [pytest.param(True, marks=pytest.mark.skipif(not HAS_CGROUPS, reason="no cgroups")),
                                          False], ids=["cgroups", "rlimits-only"])
-def test_a_job_holding_300_threads_does_not_starve_another_harness(tmp_path: Path, use_cgroups: bool) -> None:
+def test_a_job_holding_300_threads_does_not_starve_another_harness(tmp_path: Path, use_cgroups: bool,
+                                                                   victim_code: str, cpus: int) -> None:
     first, count = _uid_range(4)
     gate = tmp_path / "gate"
     gate.mkdir()
     hog = make_job(tmp_path, HOLD_300_THREADS, str(gate), name="hog", timeout_s=60, readonly=(gate,))
-    victim = make_job(tmp_path, FIFTY_THREADS, name="victim", timeout_s=60)
+    victim = make_job(tmp_path, victim_code, name="victim", timeout_s=60, limits=Limits(cpus=cpus))
     with _executor(first, count, use_cgroups=use_cgroups) as harness_a, \
             _executor(first, count, use_cgroups=use_cgroups) as harness_b:
         held = harness_a.submit(hog)
@@ -103,7 +111,7 @@ def test_a_job_holding_300_threads_does_not_starve_another_harness(tmp_path: Pat
             (gate / "open").touch()
         assert held.result(timeout=120).ok
     assert result.ok, err
-    assert out == "50 threads ok\n"
+    assert out == "ok\n"
 
 
 FORK_BOMB = """
