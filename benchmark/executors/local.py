@@ -151,14 +151,16 @@ class LocalExecutor:
         lease = self._uids.acquire(self._stopping) if self._uids is not None else None
         if self._uids is not None and lease is None:
             return _failure(started, "executor was shut down before the job started")
-        gpu_ids = self._gpus.acquire(job.gpus)
+        run_as = RunAs(lease.uid, self._job_gid, tuple(job.groups)) if lease is not None else None
         try:
-            run_as = RunAs(lease.uid, self._job_gid, tuple(job.groups)) if lease is not None else None
-            return self._run_with_gpus(job, gpu_ids, run_as)
+            gpu_ids = self._gpus.acquire(job.gpus)
+            try:
+                return self._run_with_gpus(job, gpu_ids, run_as)
+            finally:
+                self._gpus.release(gpu_ids)
         finally:
-            self._gpus.release(gpu_ids)
             if lease is not None:
-                lease.release()  # only now: every process of the job is dead and reaped
+                lease.release()  # only now: the job's processes are killed and reaped
 
     def _precheck(self, job: Job) -> str:
         """Reasons a job cannot start, found before anything is spawned."""
