@@ -227,11 +227,14 @@ class SandboxLayout:
             return
         self.readonly = [d for d in self.readonly if not _is_under(d, path)] + [path]
 
-    def argv(self, bwrap: str, workdir: Path) -> list[str]:
+    def argv(self, bwrap: str, workdir: Path, seccomp_fd: Optional[int] = None) -> list[str]:
+        """`seccomp_fd`: a readable fd holding the filter of `no_userns` (inherited by bwrap)."""
         args = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         if not self.network:
             args.append("--unshare-net")
         args += ["--die-with-parent", "--new-session", *_cap_drop(self.run_as is not None)]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
         args += ["--dev", "/dev"]
         for dev in self.devices:
             args += ["--dev-bind", dev, dev]
