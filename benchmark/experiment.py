@@ -32,7 +32,11 @@ log = logging.getLogger(__name__)
 
 _GIB = 1024**3
 _METRICS_CAP = 1 << 20  # bytes of metrics.json the harness will read
+_NO_SPACE, _NO_SPACE_TAIL = os.strerror(28).encode(), 4096  # ENOSPC's text, in the last bytes of stderr
 _EVALUATOR_DISK = 256 * 1024**2  # what the evaluator may store (it writes one small JSON file)
+# Where a phase job sees its dirs in a sandbox that relocates them (base.Job.places): the same on
+# every machine, so no host path reaches the job, its output, the prompts or the replay cache.
+CODE_PLACE, OUTPUT_PLACE, DATA_PLACE, TEST_INPUTS_PLACE = "/job/code", "/job/out", "/job/data", "/job/test_inputs"
 
 
 @dataclass
@@ -84,12 +88,16 @@ def phase_job(prepared: PreparedTask, phase: str, scratch: Path, timeout_s: floa
     values = dict(python=sys.executable, code=str(code_dir), data=str(prepared.public_dir),
                   output=str(output_dir), phase=phase, test_inputs=str(prepared.test_inputs_dir), seed=str(seed))
     argv = render(spec.phases[phase], **values)  # the manifest schema keeps {test_inputs} out of val
+    places = [(code_dir, CODE_PLACE), (output_dir, OUTPUT_PLACE), (prepared.public_dir, DATA_PLACE)]
+    if phase == "test":
+        places.append((prepared.test_inputs_dir, TEST_INPUTS_PLACE))
     res = spec.resources
     return Job(
         argv=tuple(argv), workdir=code_dir, stdout_path=scratch / "stdout.txt", stderr_path=scratch / "stderr.txt",
         timeout_s=timeout_s, readonly=tuple(readonly), writable=(output_dir,),
         limits=Limits(memory_gb=res.memory_gb, cpus=res.cpus), gpus=res.gpus, gpu_type=res.gpu_type,
         disk_bytes=int(res.disk_gb * _GIB), hidden=tuple(hidden), masked=(spec.task_dir, *shipped_data_paths()),
+        places=tuple(places),
     )
 
 
@@ -119,7 +127,7 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
         outcome = Outcome(exit_code=result.exit_code, timed_out=result.timed_out, seconds=0.0,
                           stdout=_read(job.stdout_path), stderr=_read(job.stderr_path),
                           cpu_seconds=result.cpu_seconds, clock=result.clock)
-        outcome.bug_reason = _job_problem(result, timeout_s)
+        outcome.bug_reason = _job_problem(result, timeout_s, outcome.stderr, prepared.spec.resources.disk_gb)
         if not outcome.bug_reason:
             outcome.bug_reason = _collect(prepared, output_dir, handed)
         if not outcome.bug_reason:
@@ -130,7 +138,7 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
         discard_tree(scratch)
 
 
-def _job_problem(result: JobResult, timeout_s: float) -> str:
+def _job_problem(result: JobResult, timeout_s: float, stderr: bytes = b"", disk_gb: float = 0.0) -> str:
     if result.error:
         return f"could not run: {result.error}"
     if result.violation:
@@ -138,6 +146,9 @@ def _job_problem(result: JobResult, timeout_s: float) -> str:
     if result.timed_out:
         return f"killed: {result.time_problem(timeout_s)}"
     if result.exit_code != 0:
+        if _NO_SPACE in stderr[-_NO_SPACE_TAIL:]:  # the capped job filesystem refused a write (or an fallocate)
+            return (f"exit code {result.exit_code}: over the disk limit, a write failed with 'No space left on "
+                    f"device' (the code and output dirs hold at most {disk_gb:g} GB, resources.disk_gb)")
         return f"exit code {result.exit_code}"
     return ""
 

@@ -1,0 +1,254 @@
+"""A job's own filesystem inside the local sandbox: fixed paths, a size the kernel enforces, copy-back.
+
+A job whose dirs have fixed in-sandbox places (`Job.places`: the code dir at /job/code, the output
+dir at /job/out, the public data at /job/data, ...) never sees a host path: its argv, cwd and
+/proc/1/cmdline name only the places. Its writable dirs live on one tmpfs mounted at `JOB_ROOT` with
+bubblewrap's `--size` set to `Job.disk_bytes`, so a write (or an fallocate) past the task's disk
+limit fails with ENOSPC when it is made, and nothing the job stores reaches the host disk while it
+runs. Its pages are memory: where the job has a memory cgroup they are charged to it; without one a
+job may hold up to `disk_bytes` of memory beyond `memory_gb` (docs/security.md).
+
+`SUPERVISOR` runs first inside the sandbox: it drops to the job user (root harness), copies the
+harness's host dirs (bound read-only at a staging path) into the tmpfs, runs the job, watches the
+tmpfs (full, or more files than the harness accepts) with `statvfs`, then kills every process left
+and streams the writable dirs (not the code dir) back to the harness as a tar on a pipe. The harness
+reads that stream as hostile input (`remote_files.unpack`: regular files and dirs only, entry, depth
+and byte caps) into the host dirs the job never saw; a host write error there is the harness's
+failure and leaves the job's exit code and output untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from benchmark.executors.base import Job
+from benchmark.executors.remote_files import MAX_DEPTH, MAX_ENTRIES, unpack
+
+log = logging.getLogger(__name__)
+
+JOB_ROOT = "/job"  # the capped tmpfs; every writable place lies under it
+STAGE_ROOT = "/.researchbench/stage"  # where the host's writable dirs are bound read-only, to copy in
+_HEADER_CAP = 4096  # bytes of the supervisor's one-line report the harness will read
+_TAR_OVERHEAD = 1024  # bytes of tar headers per entry, at most, in the copy-back stream
+
+# `python -I -S -c SUPERVISOR spec argv...`; spec is JSON (no host path in it: the job sees argv).
+SUPERVISOR = r"""
+import json, os, shutil, signal, stat, sys, tarfile, time
+spec = json.loads(sys.argv[1])
+argv = sys.argv[2:]
+channel = spec["fd"]
+if spec["user"] is not None:
+    uid, gid, groups = spec["user"]
+    os.setgroups(groups); os.setgid(gid); os.setuid(uid)
+try:
+    for src, dst in spec["stage"]:
+        for base, dirs, files in os.walk(src):
+            target = os.path.normpath(os.path.join(dst, os.path.relpath(base, src)))
+            os.makedirs(target, exist_ok=True)
+            for name in files:
+                if not os.path.lexists(os.path.join(target, name)):  # harness-owned files are mounts
+                    shutil.copy(os.path.join(base, name), os.path.join(target, name))
+except OSError as exc:
+    print(f"cannot start job: its files do not fit in the job's disk ({exc.strerror})", file=sys.stderr)
+    os._exit(127)
+pid = os.fork()
+if pid == 0:
+    os.close(channel)
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:
+        print(f"cannot start job: {argv[0]}: {exc.strerror}", file=sys.stderr)
+    os._exit(127)
+
+def usage():
+    st = os.statvfs(spec["root"])
+    return st.f_bfree == 0, st.f_files - st.f_ffree
+
+full, files, status = False, 0, None
+while status is None:
+    done, code = os.waitpid(pid, os.WNOHANG)
+    if done:
+        status = code
+        break
+    full, files = usage()
+    if full or files > spec["entries"]:
+        break
+    time.sleep(0.1)
+try:
+    os.kill(-1, signal.SIGKILL)  # every job process but this one (and bwrap's init, pid 1)
+except OSError:
+    pass
+if status is None:
+    status = os.waitpid(pid, 0)[1]
+deadline = time.monotonic() + 5
+while time.monotonic() < deadline and any(p.isdigit() and int(p) not in (1, os.getpid()) for p in os.listdir("/proc")):
+    time.sleep(0.01)
+now_full, now_files = usage()
+members, apparent, seen = [], 0, set()
+for index, top in enumerate(spec["back"]):
+    stack = [(top, str(index), 0)]
+    while stack and len(members) <= spec["entries"]:
+        path, name, depth = stack.pop()
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        members.append((path, name))
+        if stat.S_ISREG(st.st_mode) and st.st_ino not in seen:
+            seen.add(st.st_ino)
+            apparent += st.st_size
+        if stat.S_ISDIR(st.st_mode) and depth <= spec["depth"]:
+            try:
+                stack += [(os.path.join(path, n), name + "/" + n, depth + 1) for n in os.listdir(path)]
+            except OSError:
+                pass
+header = dict(full=full or now_full, files=max(files, now_files), apparent=apparent)
+with os.fdopen(channel, "wb") as out:
+    out.write((json.dumps(header) + "\n").encode())
+    if apparent <= spec["bytes"]:
+        with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+            for path, name in members:
+                try:
+                    info = tar.gettarinfo(path, arcname=name)
+                    if info is None:
+                        continue
+                    if info.isreg():
+                        with open(path, "rb") as f:
+                            tar.addfile(info, f)
+                    else:
+                        tar.addfile(info)
+                except OSError:
+                    pass
+if os.WIFSIGNALED(status):
+    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+"""
+
+
+def place_of(path: str, places: dict[str, str]) -> str:
+    """Where a host path appears inside a relocating sandbox (itself when no place covers it)."""
+    best = ""
+    for host in places:
+        if (path == host or path.startswith(host.rstrip("/") + "/")) and len(host) > len(best):
+            best = host
+    return places[best] + path[len(best):] if best else path
+
+
+def relocate_arg(arg: str, places: dict[str, str]) -> str:
+    """An argv entry with a host path (the whole entry, or the value of `--opt=PATH`) put in its place."""
+    key, sep, value = arg.partition("=")
+    if sep and value.startswith("/") and not key.startswith("/"):
+        return key + sep + place_of(value, places)
+    return place_of(arg, places)
+
+
+def relocation_problem(job: Job) -> str:
+    """Why a job's places cannot be honoured, or "" (checked before anything runs)."""
+    places = job_places(job)
+    for path in (job.workdir, *job.writable):
+        inside = places.get(str(path))
+        if inside is None or not inside.startswith(JOB_ROOT + "/"):
+            return f"job path {path} is writable but has no place under {JOB_ROOT} (Job.places)"
+    return ""
+
+
+def job_places(job: Job) -> dict[str, str]:
+    return {str(host): inside for host, inside in job.places}
+
+
+@dataclass
+class CopyBack:
+    """The harness's end of the supervisor's pipe: its report, then the writable dirs, unpacked."""
+
+    read_fd: int
+    roots: dict[str, Path]  # archive prefix ("0", "1", ...) -> host dir
+    limit_bytes: int
+    header: dict[str, int] = field(default_factory=dict)
+    violation: str = ""
+    error: str = ""
+    _thread: Optional[threading.Thread] = None
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._read, name="researchbench-copy-back", daemon=True)
+        self._thread.start()
+
+    def finish(self, timeout_s: float) -> None:
+        """Wait for the stream's end (every writer is dead by now, so it comes)."""
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                self.error = "the job's files could not be copied back in time"
+
+    def _read(self) -> None:
+        with os.fdopen(self.read_fd, "rb") as stream:
+            try:
+                line = stream.readline(_HEADER_CAP)
+                if not line:
+                    return  # the supervisor never reported: the job was killed, or never started
+                raw = json.loads(line)
+                self.header = {k: int(raw.get(k, 0)) for k in ("full", "files", "apparent")}
+                if self.header["apparent"] > self.limit_bytes:
+                    return
+                budget = self.limit_bytes + _TAR_OVERHEAD * (MAX_ENTRIES + 2)
+                self.violation = unpack(_Capped(stream, budget), self.roots, self.limit_bytes, stand_ins=True).violation
+            except (ValueError, TypeError, AttributeError):
+                self.violation = "sent an unreadable report of its files"
+            except OSError as exc:  # the host's disk, not the job
+                self.error = f"the job's files could not be copied back to the host ({exc.strerror or exc})"
+            finally:
+                while stream.read(1 << 16):  # let the writer finish whatever happened
+                    pass
+
+
+class _Capped:
+    """A read-only stream that ends (as if at EOF) after `cap` bytes."""
+
+    def __init__(self, stream, cap: int) -> None:
+        self._stream, self._left = stream, cap
+
+    def read(self, size: int = -1) -> bytes:
+        if self._left <= 0:
+            return b""
+        size = self._left if size is None or size < 0 else min(size, self._left)
+        data = self._stream.read(size)
+        self._left -= len(data)
+        return data
+
+
+def supervisor_spec(job: Job, fd: int, user: Optional[tuple[int, int, list[int]]]) -> str:
+    """The supervisor's JSON argument: in-sandbox paths and numbers only, never a host path."""
+    places = job_places(job)
+    writable = [places[str(p)] for p in dict.fromkeys([job.workdir, *job.writable])]
+    stage = [[STAGE_ROOT + inside, inside] for inside in writable]
+    back = [places[str(p)] for p in job.writable]
+    return json.dumps(dict(fd=fd, user=user, stage=stage, back=back, root=JOB_ROOT, bytes=job.disk_bytes,
+                           entries=MAX_ENTRIES, depth=MAX_DEPTH))
+
+
+def copy_back_roots(job: Job) -> dict[str, Path]:
+    return {str(i): Path(p) for i, p in enumerate(job.writable)}
+
+
+def over_limit(header: dict[str, int], limit_bytes: int) -> str:
+    """The violation the supervisor's report shows, in words an agent can act on; "" when none."""
+    gb = limit_bytes / 1024**3
+    if header.get("full"):
+        return (f"over the disk limit: its files filled the task's {gb:.2f} GB (resources.disk_gb, code and "
+                "output dirs together); writes past it fail with 'No space left on device'")
+    if header.get("apparent", 0) > limit_bytes:
+        return (f"over the disk limit: its output files add up to {header['apparent'] / 1024**3:.2f} GB "
+                f"(sparse files count at their full size), over the task's {gb:.2f} GB (resources.disk_gb)")
+    if header.get("files", 0) > MAX_ENTRIES:
+        return f"made more than {MAX_ENTRIES} files and directories"
+    return ""
