@@ -101,6 +101,16 @@ def phase_job(prepared: PreparedTask, phase: str, scratch: Path, timeout_s: floa
     )
 
 
+def data_path_in_jobs(prepared: PreparedTask, executor: Executor) -> str:
+    """The public data dir as the executor's jobs see it (what an agent's commands must name)."""
+    return _as_jobs_see(executor, prepared.public_dir, DATA_PLACE)
+
+
+def _as_jobs_see(executor: Executor, host: Path, place: str) -> str:
+    """A phase job's dir as the executor shows it: its fixed place where the executor relocates."""
+    return place if getattr(executor, "relocates", False) else str(host)
+
+
 def check_isolation(prepared: PreparedTask, executor: Executor, run_dir: Path) -> None:
     """At start-up: refuse, with one line, a layout in which agent code could see hidden data."""
     for phase in ("val", "test"):
@@ -190,7 +200,8 @@ def _evaluate(prepared: PreparedTask, phase: str, executor: Executor, scratch: P
                               "(evaluation.timeout_s)")
         return
     if result.exit_code != 0:
-        outcome.bug_reason = f"invalid predictions: {_evaluator_reason(prepared, _read(job.stderr_path), result, handed, scratch)}"
+        output = _as_jobs_see(executor, scratch / "output", OUTPUT_PLACE)
+        outcome.bug_reason = f"invalid predictions: {_evaluator_reason(prepared, _read(job.stderr_path), result, handed, output)}"
         return
     try:
         raw = json.loads(read_regular_file(eval_dir, "metrics.json", _METRICS_CAP))
@@ -213,7 +224,7 @@ def _evaluate(prepared: PreparedTask, phase: str, executor: Executor, scratch: P
     outcome.primary = primary
 
 
-def _evaluator_reason(prepared: PreparedTask, stderr: bytes, result: JobResult, handed: Path, scratch: Path) -> str:
+def _evaluator_reason(prepared: PreparedTask, stderr: bytes, result: JobResult, handed: Path, output: str) -> str:
     """The evaluator's one-line verdict on the predictions, in terms of the agent's own output dir.
 
     A crash (a traceback) is reported without its text: tracebacks name evaluator internals and
@@ -225,7 +236,7 @@ def _evaluator_reason(prepared: PreparedTask, stderr: bytes, result: JobResult, 
         log.warning("the evaluator of %s crashed (exit %s); its stderr ends:\n%s", prepared.spec.name,
                     result.exit_code, "\n".join(lines[-15:]))
         return f"the evaluator rejected them (exit code {result.exit_code})"
-    line = lines[-1].replace(str(handed), str(scratch / "output"))
+    line = lines[-1].replace(str(handed), output)
     for secret, name in ((prepared.labels_dir, "<labels>"), (prepared.spec.task_dir, "<evaluator>")):
         line = line.replace(str(secret), name)
     return line[:300]

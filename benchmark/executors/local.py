@@ -106,6 +106,8 @@ class LocalExecutor:
         self.capacity: int = len(gpus) if gpus else max(1, int(cfg.max_parallel))
         self.sandbox_mode, self._bwrap = resolve_sandbox(str(cfg.sandbox), cfg.bwrap)
         self._tmpfs_size_ok = bool(self._bwrap) and bwrap_supports(self._bwrap, "--size")
+        # jobs with Job.places see their dirs there, writable ones on a tmpfs capped at disk_bytes
+        self.relocates: bool = self._tmpfs_size_ok
         self._use_cgroups = use_cgroups
         self._run_as = RunAs(int(cfg.job_uid), int(cfg.job_gid)) if os.geteuid() == 0 else None
         self._stopping = threading.Event()
@@ -184,7 +186,7 @@ class LocalExecutor:
         if exe is None:
             return _failure(started, f"cannot start job: executable {argv[0]!r} not found")
         run_as = self._job_user(job) if self._bwrap else None  # unsandboxed jobs run as the harness
-        relocate = bool(self._bwrap and self._tmpfs_size_ok and job.places and job.disk_bytes)
+        relocate = bool(self.relocates and job.places and job.disk_bytes)
         copy_back, pass_fds = None, ()
         if relocate:
             problem = relocation_problem(job)
