@@ -10,7 +10,8 @@ job may hold up to `disk_bytes` of memory beyond `memory_gb` (docs/security.md).
 
 `SUPERVISOR` runs first inside the sandbox: it drops to the job user (root harness), copies the
 harness's host dirs (bound read-only at a staging path) into the tmpfs, runs the job, watches the
-tmpfs (full, or more files than the harness accepts) with `statvfs`, then kills every process left
+tmpfs with `statvfs` (notes when it was full; ends the job at more files than the harness accepts,
+since empty files cost kernel memory but no tmpfs blocks), then kills every process left
 and streams the writable dirs (not the code dir) back to the harness as a tar on a pipe. The harness
 reads that stream as hostile input (`remote_files.unpack`: regular files and dirs only, entry, depth
 and byte caps) into the host dirs the job never saw; a host write error there is the harness's
@@ -71,13 +72,14 @@ def usage():
     return st.f_bfree == 0, st.f_files - st.f_ffree
 
 full, files, status = False, 0, None
-while status is None:
+while status is None:  # a full disk is only noted (the job got ENOSPC); too many inodes end the job
     done, code = os.waitpid(pid, os.WNOHANG)
     if done:
         status = code
         break
-    full, files = usage()
-    if full or files > spec["entries"]:
+    now_full, files = usage()
+    full = full or now_full
+    if files > spec["entries"]:
         break
     time.sleep(0.1)
 try:
@@ -205,7 +207,8 @@ class CopyBack:
             except (ValueError, TypeError, AttributeError):
                 self.violation = "sent an unreadable report of its files"
             except OSError as exc:  # the host's disk, not the job
-                self.error = f"the job's files could not be copied back to the host ({exc.strerror or exc})"
+                self.error = (f"the harness could not copy the job's files back to the host ({exc.strerror or exc}); "
+                              f"the job itself ran to its end")
             finally:
                 while stream.read(1 << 16):  # let the writer finish whatever happened
                     pass
