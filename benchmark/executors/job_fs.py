@@ -38,23 +38,36 @@ STAGE_ROOT = "/.researchbench/stage"  # where the host's writable dirs are bound
 _HEADER_CAP = 4096  # bytes of the supervisor's one-line report the harness will read
 _TAR_OVERHEAD = 1024  # bytes of tar headers per entry, at most, in the copy-back stream
 
-# `python -I -S -c SUPERVISOR spec argv...`; spec is JSON (no host path in it: the job sees argv).
+# `python -I -S -c SUPERVISOR spec argv...`: spec is six lines (supervisor_spec), in-sandbox paths
+# and numbers only, no host path (the job can read this argv). Only light modules are imported
+# before the job starts; tarfile loads while it runs.
 SUPERVISOR = r"""
-import json, os, shutil, signal, stat, sys, tarfile, time
-spec = json.loads(sys.argv[1])
+import os, select, signal, stat, sys, time
+fd, user, numbers, sources, targets, back = sys.argv[1].split("\n")
+channel, (root, limit, max_entries, max_depth) = int(fd), numbers.split(" ")
+limit, max_entries, max_depth = int(limit), int(max_entries), int(max_depth)
 argv = sys.argv[2:]
-channel = spec["fd"]
-if spec["user"] is not None:
-    uid, gid, groups = spec["user"]
-    os.setgroups(groups); os.setgid(gid); os.setuid(uid)
+if user:
+    uid, gid, groups = user.split(" ")
+    os.setgroups([int(g) for g in groups.split(",") if g]); os.setgid(int(gid)); os.setuid(int(uid))
+
+def copy(src, dst):
+    with open(src, "rb") as a, open(dst, "wb") as b:
+        while True:
+            chunk = a.read(1 << 20)
+            if not chunk:
+                break
+            b.write(chunk)
+    os.chmod(dst, os.stat(src).st_mode & 0o777)
+
 try:
-    for src, dst in spec["stage"]:
+    for src, dst in zip(sources.split("\t"), targets.split("\t")):
         for base, dirs, files in os.walk(src):
             target = os.path.normpath(os.path.join(dst, os.path.relpath(base, src)))
             os.makedirs(target, exist_ok=True)
             for name in files:
                 if not os.path.lexists(os.path.join(target, name)):  # harness-owned files are mounts
-                    shutil.copy(os.path.join(base, name), os.path.join(target, name))
+                    copy(os.path.join(base, name), os.path.join(target, name))
 except OSError as exc:
     print(f"cannot start job: its files do not fit in the job's disk ({exc.strerror})", file=sys.stderr)
     os._exit(127)
@@ -68,10 +81,14 @@ if pid == 0:
     os._exit(127)
 
 def usage():
-    st = os.statvfs(spec["root"])
+    st = os.statvfs(root)
     return st.f_bfree == 0, st.f_files - st.f_ffree
 
-full, files, status = False, 0, None
+try:
+    exited = os.pidfd_open(pid)  # readable when the job's main process ends: no polling latency
+except (AttributeError, OSError):
+    exited = None
+full, files, status, tarfile = False, 0, None, None
 while status is None:  # a full disk is only noted (the job got ENOSPC); too many inodes end the job
     done, code = os.waitpid(pid, os.WNOHANG)
     if done:
@@ -79,9 +96,14 @@ while status is None:  # a full disk is only noted (the job got ENOSPC); too man
         break
     now_full, files = usage()
     full = full or now_full
-    if files > spec["entries"]:
+    if files > max_entries:
         break
-    time.sleep(0.1)
+    if tarfile is None:
+        import tarfile
+    elif exited is None:
+        time.sleep(0.1)
+    else:
+        select.select([exited], [], [], 0.1)
 try:
     os.kill(-1, signal.SIGKILL)  # every job process but this one (and bwrap's init, pid 1)
 except OSError:
@@ -93,9 +115,9 @@ while time.monotonic() < deadline and any(p.isdigit() and int(p) not in (1, os.g
     time.sleep(0.01)
 now_full, now_files = usage()
 members, apparent, seen = [], 0, set()
-for index, top in enumerate(spec["back"]):
+for index, top in enumerate(back.split("\t") if back else []):
     stack = [(top, str(index), 0)]
-    while stack and len(members) <= spec["entries"]:
+    while stack and len(members) <= max_entries:
         path, name, depth = stack.pop()
         try:
             st = os.lstat(path)
@@ -105,15 +127,16 @@ for index, top in enumerate(spec["back"]):
         if stat.S_ISREG(st.st_mode) and st.st_ino not in seen:
             seen.add(st.st_ino)
             apparent += st.st_size
-        if stat.S_ISDIR(st.st_mode) and depth <= spec["depth"]:
+        if stat.S_ISDIR(st.st_mode) and depth <= max_depth:
             try:
                 stack += [(os.path.join(path, n), name + "/" + n, depth + 1) for n in os.listdir(path)]
             except OSError:
                 pass
-header = dict(full=full or now_full, files=max(files, now_files), apparent=apparent)
+import tarfile
+header = '{"full": %d, "files": %d, "apparent": %d}\n' % (full or now_full, max(files, now_files), apparent)
 with os.fdopen(channel, "wb") as out:
-    out.write((json.dumps(header) + "\n").encode())
-    if apparent <= spec["bytes"]:
+    out.write(header.encode())
+    if apparent <= limit:
         with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:
             for path, name in members:
                 try:
@@ -229,14 +252,15 @@ class _Capped:
         return data
 
 
-def supervisor_spec(job: Job, fd: int, user: Optional[tuple[int, int, list[int]]]) -> str:
-    """The supervisor's JSON argument: in-sandbox paths and numbers only, never a host path."""
+def supervisor_spec(job: Job, fd: int, user: Optional[tuple[int, int, tuple[int, ...]]]) -> str:
+    """The supervisor's one argument (six lines): in-sandbox paths and numbers only, never a host path."""
     places = job_places(job)
     writable = [places[str(p)] for p in dict.fromkeys([job.workdir, *job.writable])]
-    stage = [[STAGE_ROOT + inside, inside] for inside in writable]
-    back = [places[str(p)] for p in job.writable]
-    return json.dumps(dict(fd=fd, user=user, stage=stage, back=back, root=JOB_ROOT, bytes=job.disk_bytes,
-                           entries=MAX_ENTRIES, depth=MAX_DEPTH))
+    lines = [str(fd), " ".join([str(user[0]), str(user[1]), ",".join(map(str, user[2]))]) if user else "",
+             f"{JOB_ROOT} {int(job.disk_bytes or 0)} {MAX_ENTRIES} {MAX_DEPTH}",
+             "\t".join(STAGE_ROOT + inside for inside in writable), "\t".join(writable),
+             "\t".join(places[str(p)] for p in job.writable)]
+    return "\n".join(lines)
 
 
 def copy_back_roots(job: Job) -> dict[str, Path]:
