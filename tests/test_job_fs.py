@@ -209,3 +209,28 @@ raise RuntimeError("a traceback")
     assert 'File "/job/code/model.py"' in text
     for host in _host_paths(tmp_path, toy.root, toy.public_dir, toy.spec.task_dir, REPO):
         assert host not in text, host
+
+
+def _memory_cgroup_works() -> bool:
+    from benchmark.executors.cgroups import JobCgroup
+
+    group = JobCgroup.create(memory_bytes=1 << 30, max_pids=64)
+    if group is None:
+        return False
+    group.remove()
+    return True
+
+
+@pytest.mark.skipif(not _memory_cgroup_works(), reason="no writable memory cgroup here")
+def test_the_job_disk_is_charged_to_the_job_memory(executor, tmp_path: Path) -> None:
+    """A tmpfs page is memory: with a cgroup, files and memory share resources.memory_gb."""
+    from benchmark.executors.base import Limits
+
+    job = relocated_job(tmp_path, """
+        with open("/job/out/big", "wb") as f:
+            for _ in range(600):
+                f.write(b"x" * (1 << 20))
+        print("stored 600 MB in 400 MB of memory")
+    """, disk_bytes=1 << 30, limits=Limits(memory_gb=0.4))
+    result, out, _ = run(executor, job)
+    assert result.exit_code == -9 and "stored" not in out  # the kernel's OOM killer, in the job's cgroup

@@ -150,9 +150,11 @@ with os.fdopen(channel, "wb") as out:
                         tar.addfile(info)
                 except OSError:
                     pass
-if os.WIFSIGNALED(status):
-    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-    os.kill(os.getpid(), os.WTERMSIG(status))
+if os.WIFSIGNALED(status):  # die the job's death, so the harness sees its signal
+    sig = os.WTERMSIG(status)
+    if sig not in (signal.SIGKILL, signal.SIGSTOP):
+        signal.signal(sig, signal.SIG_DFL)
+    os.kill(os.getpid(), sig)
 os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 """
 
