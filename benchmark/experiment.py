@@ -201,7 +201,8 @@ def _evaluate(prepared: PreparedTask, phase: str, executor: Executor, scratch: P
         return
     if result.exit_code != 0:
         output = _as_jobs_see(executor, scratch / "output", OUTPUT_PLACE)
-        outcome.bug_reason = f"invalid predictions: {_evaluator_reason(prepared, _read(job.stderr_path), result, handed, output)}"
+        reason = _evaluator_reason(prepared, _read(job.stderr_path), result, handed, output)
+        outcome.bug_reason = f"invalid predictions: {reason}"
         return
     try:
         raw = json.loads(read_regular_file(eval_dir, "metrics.json", _METRICS_CAP))

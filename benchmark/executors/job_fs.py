@@ -21,17 +21,14 @@ failure and leaves the job's exit code and output untouched.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import BinaryIO, Optional, Sequence
 
 from benchmark.executors.base import Job
 from benchmark.executors.remote_files import MAX_DEPTH, MAX_ENTRIES, unpack
-
-log = logging.getLogger(__name__)
 
 JOB_ROOT = "/job"  # the capped tmpfs; every writable place lies under it
 STAGE_ROOT = "/.researchbench/stage"  # where the host's writable dirs are bound read-only, to copy in
@@ -183,6 +180,8 @@ def relocation_problem(job: Job) -> str:
         inside = places.get(str(path))
         if inside is None or not inside.startswith(JOB_ROOT + "/"):
             return f"job path {path} is writable but has no place under {JOB_ROOT} (Job.places)"
+    if any(not inside.startswith("/") or set(inside) & {"\t", "\n", " "} for inside in places.values()):
+        return "Job.places must be absolute paths without spaces, tabs or newlines"
     return ""
 
 
@@ -242,7 +241,7 @@ class CopyBack:
 class _Capped:
     """A read-only stream that ends (as if at EOF) after `cap` bytes."""
 
-    def __init__(self, stream, cap: int) -> None:
+    def __init__(self, stream: BinaryIO, cap: int) -> None:
         self._stream, self._left = stream, cap
 
     def read(self, size: int = -1) -> bytes:
@@ -254,7 +253,7 @@ class _Capped:
         return data
 
 
-def supervisor_spec(job: Job, fd: int, user: Optional[tuple[int, int, tuple[int, ...]]]) -> str:
+def supervisor_spec(job: Job, fd: int, user: Optional[tuple[int, int, Sequence[int]]]) -> str:
     """The supervisor's one argument (six lines): in-sandbox paths and numbers only, never a host path."""
     places = job_places(job)
     writable = [places[str(p)] for p in dict.fromkeys([job.workdir, *job.writable])]

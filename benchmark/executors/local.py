@@ -430,7 +430,7 @@ def _relocated_argv(job: Job, layout: SandboxLayout, bwrap: str, argv: list[str]
     shows only `bwrap --args N -- ...` in /proc/1/cmdline; it closes that fd before the job starts.
     """
     read_fd, write_fd = os.pipe()
-    user = [run_as.uid, run_as.gid, list(run_as.groups)] if run_as is not None else None
+    user = (run_as.uid, run_as.gid, run_as.groups) if run_as is not None else None
     entry = [os.path.realpath(sys.executable), "-I", "-S", "-c", SUPERVISOR, supervisor_spec(job, write_fd, user)]
     full = layout.argv(bwrap, Path(job.workdir), entry)
     split = full.index("--")
