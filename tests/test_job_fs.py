@@ -234,3 +234,16 @@ def test_the_job_disk_is_charged_to_the_job_memory(executor, tmp_path: Path) -> 
     """, disk_bytes=1 << 30, limits=Limits(memory_gb=0.4))
     result, out, _ = run(executor, job)
     assert result.exit_code == -9 and "stored" not in out  # the kernel's OOM killer, in the job's cgroup
+
+
+def test_without_a_sandbox_the_placeholders_keep_their_host_paths(toy, tmp_path: Path) -> None:
+    """sandbox=none cannot relocate: the job runs where the harness put it, and agents are told so."""
+    from benchmark.executors.local import LocalExecutorConfig
+    from benchmark.experiment import data_path_in_jobs
+
+    model = 'import os\nprint("cwd", os.getcwd())\ndef predict(x, params):\n    return x\n'
+    with LocalExecutor(LocalExecutorConfig(sandbox="none")) as bare:
+        assert not getattr(bare, "relocates", False) and data_path_in_jobs(toy, bare) == str(toy.public_dir)
+        scratch = tmp_path / "scratch"
+        outcome = run_phase(toy, {"model.py": model}, "val", bare, scratch, 60)
+    assert outcome.ok and f"cwd {scratch / 'code'}" in outcome.stdout.decode()
