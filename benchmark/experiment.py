@@ -11,6 +11,7 @@ stdout, and nothing the job left behind is ever opened by path.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import math
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 
 _GIB = 1024**3
 _METRICS_CAP = 1 << 20  # bytes of metrics.json the harness will read
-_NO_SPACE, _NO_SPACE_TAIL = os.strerror(28).encode(), 4096  # ENOSPC's text, in the last bytes of stderr
+_NO_SPACE, _NO_SPACE_TAIL = os.strerror(errno.ENOSPC).encode(), 4096  # its text, in the tail of stderr
 _EVALUATOR_DISK = 256 * 1024**2  # what the evaluator may store (it writes one small JSON file)
 # Where a phase job sees its dirs in a sandbox that relocates them (base.Job.places): the same on
 # every machine, so no host path reaches the job, its output, the prompts or the replay cache.
