@@ -28,7 +28,7 @@ from benchmark.budget import Counters
 from benchmark.config import config_hash, default_run_id, effective_budget
 from benchmark.display import Display, Stats, make_display
 from benchmark.errors import InfrastructureFailure, UserError
-from benchmark.experiment import check_isolation
+from benchmark.experiment import check_isolation, data_path_in_jobs
 from benchmark.final_test import BASELINE_ID, final_test
 from benchmark.inert_text import install_log_filter
 from benchmark.journal import ABORTED, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
@@ -214,6 +214,7 @@ class Run:
                          rng=random.Random(f"{self.cfg.seed}:{step}:operator"),
                          steps_left=self.budget.steps - self.counters.experiments - others_in_flight,
                          budget=self.budget, public_dir=self.prepared.public_dir,
+                         data_path=data_path_in_jobs(self.prepared, self.executor),
                          compute_left_s=self.budget.compute_hours * 3600 - self.counters.compute_s)
 
     def _baseline(self, agent: Agent) -> None:

@@ -11,6 +11,7 @@ stdout, and nothing the job left behind is ever opened by path.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -32,7 +33,11 @@ log = logging.getLogger(__name__)
 
 _GIB = 1024**3
 _METRICS_CAP = 1 << 20  # bytes of metrics.json the harness will read
+_NO_SPACE, _NO_SPACE_TAIL = os.strerror(errno.ENOSPC).encode(), 4096  # its text, in the tail of stderr
 _EVALUATOR_DISK = 256 * 1024**2  # what the evaluator may store (it writes one small JSON file)
+# Where a phase job sees its dirs in a sandbox that relocates them (base.Job.places): the same on
+# every machine, so no host path reaches the job, its output, the prompts or the replay cache.
+CODE_PLACE, OUTPUT_PLACE, DATA_PLACE, TEST_INPUTS_PLACE = "/job/code", "/job/out", "/job/data", "/job/test_inputs"
 
 
 @dataclass
@@ -84,13 +89,27 @@ def phase_job(prepared: PreparedTask, phase: str, scratch: Path, timeout_s: floa
     values = dict(python=sys.executable, code=str(code_dir), data=str(prepared.public_dir),
                   output=str(output_dir), phase=phase, test_inputs=str(prepared.test_inputs_dir), seed=str(seed))
     argv = render(spec.phases[phase], **values)  # the manifest schema keeps {test_inputs} out of val
+    places = [(code_dir, CODE_PLACE), (output_dir, OUTPUT_PLACE), (prepared.public_dir, DATA_PLACE)]
+    if phase == "test":
+        places.append((prepared.test_inputs_dir, TEST_INPUTS_PLACE))
     res = spec.resources
     return Job(
         argv=tuple(argv), workdir=code_dir, stdout_path=scratch / "stdout.txt", stderr_path=scratch / "stderr.txt",
         timeout_s=timeout_s, readonly=tuple(readonly), writable=(output_dir,),
         limits=Limits(memory_gb=res.memory_gb, cpus=res.cpus), gpus=res.gpus, gpu_type=res.gpu_type,
         disk_bytes=int(res.disk_gb * _GIB), hidden=tuple(hidden), masked=(spec.task_dir, *shipped_data_paths()),
+        places=tuple(places),
     )
+
+
+def data_path_in_jobs(prepared: PreparedTask, executor: Executor) -> str:
+    """The public data dir as the executor's jobs see it (what an agent's commands must name)."""
+    return _as_jobs_see(executor, prepared.public_dir, DATA_PLACE)
+
+
+def _as_jobs_see(executor: Executor, host: Path, place: str) -> str:
+    """A phase job's dir as the executor shows it: its fixed place where the executor relocates."""
+    return place if getattr(executor, "relocates", False) else str(host)
 
 
 def check_isolation(prepared: PreparedTask, executor: Executor, run_dir: Path) -> None:
@@ -120,7 +139,7 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
                           stdout=job_output(_read(job.stdout_path)).encode(),
                           stderr=job_output(_read(job.stderr_path)).encode(),
                           cpu_seconds=result.cpu_seconds, clock=result.clock)
-        outcome.bug_reason = _job_problem(result, timeout_s)
+        outcome.bug_reason = _job_problem(result, timeout_s, outcome.stderr, prepared.spec.resources.disk_gb)
         if not outcome.bug_reason:
             outcome.bug_reason = _collect(prepared, output_dir, handed)
         if not outcome.bug_reason:
@@ -131,7 +150,7 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
         discard_tree(scratch)
 
 
-def _job_problem(result: JobResult, timeout_s: float) -> str:
+def _job_problem(result: JobResult, timeout_s: float, stderr: bytes = b"", disk_gb: float = 0.0) -> str:
     if result.error:
         return f"could not run: {result.error}"
     if result.violation:
@@ -139,6 +158,9 @@ def _job_problem(result: JobResult, timeout_s: float) -> str:
     if result.timed_out:
         return f"killed: {result.time_problem(timeout_s)}"
     if result.exit_code != 0:
+        if _NO_SPACE in stderr[-_NO_SPACE_TAIL:]:  # the capped job filesystem refused a write (or an fallocate)
+            return (f"exit code {result.exit_code}: over the disk limit, a write failed with 'No space left on "
+                    f"device' (the code and output dirs hold at most {disk_gb:g} GB, resources.disk_gb)")
         return f"exit code {result.exit_code}"
     return ""
 
@@ -180,7 +202,9 @@ def _evaluate(prepared: PreparedTask, phase: str, executor: Executor, scratch: P
                               "(evaluation.timeout_s)")
         return
     if result.exit_code != 0:
-        outcome.bug_reason = f"invalid predictions: {_evaluator_reason(prepared, _read(job.stderr_path), result, handed, scratch)}"
+        output = _as_jobs_see(executor, scratch / "output", OUTPUT_PLACE)
+        reason = _evaluator_reason(prepared, _read(job.stderr_path), result, handed, output)
+        outcome.bug_reason = f"invalid predictions: {reason}"
         return
     try:
         raw = json.loads(read_regular_file(eval_dir, "metrics.json", _METRICS_CAP))["metrics"]
@@ -201,7 +225,7 @@ def _evaluate(prepared: PreparedTask, phase: str, executor: Executor, scratch: P
     outcome.metrics, outcome.primary = metrics, primary
 
 
-def _evaluator_reason(prepared: PreparedTask, stderr: bytes, result: JobResult, handed: Path, scratch: Path) -> str:
+def _evaluator_reason(prepared: PreparedTask, stderr: bytes, result: JobResult, handed: Path, output: str) -> str:
     """The evaluator's one-line verdict on the predictions, in terms of the agent's own output dir.
 
     A crash (a traceback) is reported without its text: tracebacks name evaluator internals and
@@ -213,7 +237,7 @@ def _evaluator_reason(prepared: PreparedTask, stderr: bytes, result: JobResult, 
         log.warning("the evaluator of %s crashed (exit %s); its stderr ends:\n%s", prepared.spec.name,
                     result.exit_code, "\n".join(lines[-15:]))
         return f"the evaluator rejected them (exit code {result.exit_code})"
-    line = lines[-1].replace(str(handed), str(scratch / "output"))
+    line = lines[-1].replace(str(handed), output)
     for secret, name in ((prepared.labels_dir, "<labels>"), (prepared.spec.task_dir, "<evaluator>")):
         line = line.replace(str(secret), name)
     return inert(line, multiline=False)[:300]  # it may quote the predictions

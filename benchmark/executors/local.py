@@ -24,6 +24,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -40,10 +41,21 @@ from benchmark.executors.gpus import GpuPool
 from benchmark.executors.job_uids import JOB_USER, JobUids
 from benchmark.executors.kill_loop import kill_until_gone
 from benchmark.executors.no_userns import no_userns_program, program_fd
+from benchmark.executors.job_fs import (
+    SUPERVISOR,
+    CopyBack,
+    copy_back_roots,
+    job_places,
+    over_limit,
+    relocate_arg,
+    relocation_problem,
+    supervisor_spec,
+)
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.sandbox import (
     JOB_ID_ENV,
     RunAs,
+    SandboxLayout,
     bwrap_supports,
     job_env,
     resolve_sandbox,
@@ -59,6 +71,7 @@ _READ_CHUNK = 1 << 20
 _DRAIN_S = 2.0  # how long to wait for pipe EOF once every job process is dead
 _KILL_WAIT_S = 5.0
 _DISK_POLL_S = 0.2  # how often a running job's stored bytes are measured
+_COPY_BACK_S = 120.0  # most a relocated job's files may take to come back (bounded by its disk cap)
 _MAX_TREE_DEPTH = 128  # deeper directory trees are a violation (no ML job needs them)
 _MAX_ENTRIES = 200_000  # so are more files and dirs than this under the writable paths
 _RLIMIT_CPU_SIGNALS = (-signal.SIGKILL, -signal.SIGXCPU)  # how RLIMIT_CPU ends a process (hard, soft)
@@ -100,6 +113,8 @@ class LocalExecutor:
         self.capacity: int = len(gpus) if gpus else max(1, int(cfg.max_parallel))
         self.sandbox_mode, self._bwrap = resolve_sandbox(str(cfg.sandbox), cfg.bwrap)
         self._tmpfs_size_ok = bool(self._bwrap) and bwrap_supports(self._bwrap, "--size")
+        # jobs with Job.places see their dirs there, writable ones on a tmpfs capped at disk_bytes
+        self.relocates: bool = self._tmpfs_size_ok
         self._use_cgroups = use_cgroups
         if self._bwrap:
             no_userns_program()  # fails here, with the fix, where libseccomp is missing
@@ -187,10 +202,16 @@ class LocalExecutor:
         exe = _resolve_executable(argv[0], Path(job.workdir), env.get("PATH", ""))
         if exe is None:
             return _failure(started, f"cannot start job: executable {argv[0]!r} not found")
+        relocate = bool(self.relocates and job.places and job.disk_bytes)
+        copy_back, pass_fds = None, ()
+        if relocate:
+            problem = relocation_problem(job)
+            if problem:
+                return _failure(started, problem)
         layout = None
         if self._bwrap:
             tmpfs = int(job.limits.memory_gb * _GIB) if self._tmpfs_size_ok else None
-            layout = sandbox_layout(job, tmpfs_bytes=tmpfs, run_as=run_as)
+            layout = sandbox_layout(job, tmpfs_bytes=tmpfs, run_as=run_as, relocate=relocate)
             exposed = layout.exposure(job.hidden)
             if exposed:
                 return _failure(started, exposed)
@@ -200,7 +221,7 @@ class LocalExecutor:
                     f"cannot start job: executable {exe} is not visible inside the sandbox "
                     "(add its directory to Job.readonly)",
                 )
-        if run_as is not None:
+        if run_as is not None and not relocate:  # relocated dirs are copied in by the job user itself
             for path in (job.workdir, *job.writable):
                 _chown_tree(Path(path), run_as.uid, run_as.gid)
 
@@ -214,10 +235,16 @@ class LocalExecutor:
         try:
             out = CappedWriter(Path(job.stdout_path), job.output_cap_bytes)
             err = CappedWriter(Path(job.stderr_path), job.output_cap_bytes)
-            seccomp_fd = program_fd() if layout is not None else None
             try:
                 if layout is not None:
-                    argv = layout.argv(str(self._bwrap), Path(job.workdir), seccomp_fd) + argv
+                    seccomp_fd = program_fd()
+                    pass_fds = (seccomp_fd,)  # closed below once the sandbox holds its own copy
+                    if relocate:
+                        argv, more_fds, copy_back = _relocated_argv(job, layout, str(self._bwrap), argv, run_as,
+                                                                    seccomp_fd)
+                        pass_fds += more_fds
+                    else:
+                        argv = layout.argv(str(self._bwrap), Path(job.workdir), seccomp_fd) + argv
                 proc = subprocess.Popen(
                     argv,
                     cwd=str(job.workdir),
@@ -226,17 +253,25 @@ class LocalExecutor:
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     start_new_session=True,
-                    preexec_fn=_child_setup(job, cgroup, self._nproc_limit(job, run_as, cgroup), _clock(job) == CPU),
+                    preexec_fn=_child_setup(job, cgroup, self._nproc_limit(job, run_as, cgroup), _clock(job) == CPU,
+                                            relocate),
                     close_fds=True,
-                    pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+                    pass_fds=pass_fds,
                 )
             except (OSError, subprocess.SubprocessError) as exc:
                 return _failure(started, f"cannot start job: {exc}")
             finally:
-                if seccomp_fd is not None:
-                    os.close(seccomp_fd)
-            return self._supervise(job, proc, out, err, cgroup, job_id)
+                for fd in pass_fds:  # the sandbox holds its own copies now
+                    os.close(fd)
+                pass_fds = ()
+            if copy_back is not None:
+                copy_back.start()
+            return self._supervise(job, proc, out, err, cgroup, job_id, copy_back)
         finally:
+            for fd in pass_fds:
+                os.close(fd)
+            if copy_back is not None and not copy_back.started:
+                os.close(copy_back.read_fd)
             try:
                 for writer in (out, err):
                     if writer is not None:
@@ -264,15 +299,17 @@ class LocalExecutor:
         err: CappedWriter,
         cgroup: Optional[JobCgroup],
         job_id: str,
+        copy_back: Optional[CopyBack] = None,
     ) -> JobResult:
-        """Pump output until the main process ends, time runs out, or the executor stops."""
+        """Pump output until the main process ends, time runs out, or the executor stops; then bring
+        a relocated job's writable dirs back (`copy_back`)."""
         started = time.monotonic()
         clock = _clock(job)
         wall_limit = job.timeout_s * self._backstop[0] + self._backstop[1] if clock == CPU else job.timeout_s
         deadline = started + wall_limit
         assert proc.stdout is not None and proc.stderr is not None
         pipes = _Pipes({proc.stdout.fileno(): out, proc.stderr.fileno(): err})
-        disk = _DiskGuard(job)
+        disk = _DiskGuard(job, poll=copy_back is None)  # on the capped tmpfs the kernel counts
         cpu = _JobCpu(proc.pid, cgroup, None if self._bwrap else _marker(job_id))
         outcome, violation = "exited", ""
         try:
@@ -300,13 +337,20 @@ class LocalExecutor:
             pipes.drain(_DRAIN_S)
             proc.stdout.close()
             proc.stderr.close()
+            if copy_back is not None:
+                copy_back.finish(_COPY_BACK_S)
         seconds = time.monotonic() - started
         stdout_truncated, stderr_truncated = out.close(), err.close()
         times = dict(cpu_seconds=cpu_seconds, clock=clock, wall_limit_s=wall_limit)
+        if copy_back is not None:
+            violation = violation or over_limit(copy_back.header, job.disk_bytes or 0) or copy_back.violation
         violation = violation or disk.check(final=True)  # what it wrote in its last moments counts too
         code: Optional[int] = proc.returncode
         if self._bwrap:
             code = _unwrap_bwrap_status(code)
+        if copy_back is not None and copy_back.error and outcome == "exited":
+            return JobResult(code, False, seconds, stdout_truncated, stderr_truncated, copy_back.error,
+                             violation=violation, **times)
         if outcome == "exited" and clock == CPU and code in _RLIMIT_CPU_SIGNALS and cpu_seconds >= job.timeout_s:
             outcome = "cpu"  # RLIMIT_CPU, the last line, struck before the watcher saw the total
         if outcome == "violation" or (outcome == "exited" and violation):
@@ -385,13 +429,14 @@ class _DiskGuard:
     (set to the same limit) stops any single file from outrunning it.
     """
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, poll: bool = True) -> None:
         self._limit = job.disk_bytes
         self._roots = [Path(p) for p in dict.fromkeys([job.workdir, *job.writable])]
         self._next = 0.0
+        self._poll = poll  # False: only the final check (a capped filesystem bounds the run itself)
 
     def check(self, final: bool = False) -> str:
-        if self._limit is None or (not final and time.monotonic() < self._next):
+        if self._limit is None or (not final and (not self._poll or time.monotonic() < self._next)):
             return ""
         self._next = time.monotonic() + _DISK_POLL_S
         used, entries = 0, 0
@@ -408,6 +453,27 @@ class _DiskGuard:
             return (f"wrote {used / _GIB:.2f} GB to disk, over the task's limit of "
                     f"{self._limit / _GIB:.2f} GB (resources.disk_gb)")
         return ""
+
+
+def _relocated_argv(job: Job, layout: SandboxLayout, bwrap: str, argv: list[str], run_as: Optional[RunAs],
+                    seccomp_fd: int) -> tuple[list[str], tuple[int, ...], CopyBack]:
+    """bwrap + the supervisor + the job's argv in its places, the fds the sandbox inherits, and the
+    harness's end of the copy-back pipe.
+
+    bwrap reads its options (full of host paths) from a memfd (`--args`), so the sandbox's pid 1
+    shows only `bwrap --args N -- ...` in /proc/1/cmdline; it closes that fd before the job starts.
+    """
+    read_fd, write_fd = os.pipe()
+    user = (run_as.uid, run_as.gid, run_as.groups) if run_as is not None else None
+    entry = [os.path.realpath(sys.executable), "-I", "-S", "-c", SUPERVISOR, supervisor_spec(job, write_fd, user)]
+    full = layout.argv(bwrap, Path(job.workdir), seccomp_fd, entry)
+    split = full.index("--")
+    args_fd = os.memfd_create("bwrap-args", 0)
+    os.write(args_fd, b"".join(a.encode() + b"\0" for a in full[1:split]))
+    os.lseek(args_fd, 0, os.SEEK_SET)
+    places = job_places(job)
+    command = [full[0], "--args", str(args_fd), *full[split:], *(relocate_arg(a, places) for a in argv)]
+    return command, (write_fd, args_fd), CopyBack(read_fd, copy_back_roots(job), int(job.disk_bytes or 0))
 
 
 def _chown_tree(root: Path, uid: int, gid: int) -> None:
@@ -430,7 +496,7 @@ def _resolve_executable(argv0: str, workdir: Path, path: str) -> Optional[str]:
     return shutil.which(argv0, path=path)
 
 
-def _rlimits(job: Job, nproc: Optional[int], cpu_limited: bool) -> list[tuple[int, int]]:
+def _rlimits(job: Job, nproc: Optional[int], cpu_limited: bool, capped_fs: bool = False) -> list[tuple[int, int]]:
     """(resource, value) pairs, clipped to the current hard limits (raising them is not allowed).
 
     `nproc` is RLIMIT_NPROC (see `LocalExecutor._nproc_limit`), None to leave it as inherited.
@@ -439,7 +505,7 @@ def _rlimits(job: Job, nproc: Optional[int], cpu_limited: bool) -> list[tuple[in
     """
     limits = job.limits
     max_file = int(limits.max_file_gb * _GIB)
-    if job.disk_bytes is not None:
+    if job.disk_bytes is not None and not capped_fs:  # a capped filesystem answers ENOSPC itself
         max_file = min(max_file, job.disk_bytes)
     wanted = [
         (resource.RLIMIT_AS, int(limits.memory_gb * _GIB)),
@@ -459,12 +525,13 @@ def _rlimits(job: Job, nproc: Optional[int], cpu_limited: bool) -> list[tuple[in
     return out
 
 
-def _child_setup(job: Job, cgroup: Optional[JobCgroup], nproc: Optional[int], cpu_limited: bool) -> Callable[[], None]:
+def _child_setup(job: Job, cgroup: Optional[JobCgroup], nproc: Optional[int], cpu_limited: bool,
+                 capped_fs: bool = False) -> Callable[[], None]:
     """The preexec_fn: join the cgroup, then set soft = hard rlimits so the job cannot raise them.
 
     Everything is computed in the parent; the child only makes system calls.
     """
-    values = _rlimits(job, nproc, cpu_limited)
+    values = _rlimits(job, nproc, cpu_limited, capped_fs)
 
     def setup() -> None:
         if cgroup is not None:
