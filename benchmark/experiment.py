@@ -53,6 +53,8 @@ class Outcome:
     note: str = ""  # what the harness set aside from a valid score (non-finite secondary metrics)
     cpu_seconds: float | None = None  # CPU time of the job's processes (not the evaluator's); None if unknown
     clock: str = "wall"  # what the step limit bound: "cpu" (the job's CPU time) or "wall" (JobResult.clock)
+    # wall seconds of each part (materialize, job, collect, evaluate): benchmarks/experiment_overhead.py
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -131,19 +133,32 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
     for path in (output_dir, handed, eval_dir):
         path.mkdir(parents=True)
     started = time.monotonic()
+    timings: dict[str, float] = {}
+    mark = started
+
+    def lap(part: str) -> None:
+        nonlocal mark
+        now = time.monotonic()
+        timings[part], mark = now - mark, now
+
     try:
         owned = materialize(prepared, files, scratch / "code")
         job = phase_job(prepared, phase, scratch, timeout_s, owned, seed)
+        lap("materialize")
         result = executor.submit(job).result()
+        lap("job")
         outcome = Outcome(exit_code=result.exit_code, timed_out=result.timed_out, seconds=0.0,
                           stdout=job_output(_read(job.stdout_path)).encode(),
                           stderr=job_output(_read(job.stderr_path)).encode(),
                           cpu_seconds=result.cpu_seconds, clock=result.clock)
         outcome.bug_reason = _job_problem(result, timeout_s, outcome.stderr, prepared.spec.resources.disk_gb)
+        outcome.timings = timings
         if not outcome.bug_reason:
             outcome.bug_reason = _collect(prepared, output_dir, handed)
+            lap("collect")
         if not outcome.bug_reason:
             _evaluate(prepared, phase, executor, scratch, handed, eval_dir, outcome)
+            lap("evaluate")
         outcome.seconds = round(time.monotonic() - started, 3)
         return outcome
     finally:
