@@ -27,7 +27,7 @@ def load_client(spec: str | None) -> Any:
         return getattr(importlib.import_module(module), name)()
     from benchmark.executors.modal_backend import modal_client
 
-    return modal_client()
+    return modal_client("hydra/launcher=modal")
 
 
 def launch(settings: dict[str, Any], hydra_context: Any, config: DictConfig,

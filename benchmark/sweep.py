@@ -68,9 +68,16 @@ def describe(overrides: list[str] | tuple[str, ...]) -> str:
 
 
 def launcher_problem(overrides: list[str]) -> str:
-    """What the chosen Hydra launcher lacks, found offline (Modal credentials for hydra/launcher=modal)."""
+    """What the chosen Hydra launcher lacks (Modal credentials for hydra/launcher=modal, present and
+    accepted by Modal), found before the first job starts."""
     if "hydra/launcher=modal" not in overrides or any(o.startswith("hydra.launcher.client=") for o in overrides):
         return ""
-    from benchmark.executors.modal_image import modal_credentials_problem
+    from benchmark.executors.modal_image import modal_credentials_problem, modal_unreachable_problem
 
-    return modal_credentials_problem("hydra/launcher=modal")
+    who = "hydra/launcher=modal"
+    problem = modal_credentials_problem(who)
+    if problem:
+        return problem
+    import modal
+
+    return modal_unreachable_problem(modal, who)

@@ -401,3 +401,29 @@ def test_downloads_are_parsed_as_hostile(tmp_path: Path) -> None:
     deep = "/".join(["d"] * (MAX_DEPTH + 2))
     assert "deeper" in unpack(archive((f"{rel}/{deep}/x", None, b"")), [root]).violation
     assert "unreadable" in unpack(b"not a tar" * 100, [root]).violation
+
+
+@pytest.mark.parametrize("command", [
+    ("agent=optuna", "task=toy", "executor=modal"),
+    ("-m", "hydra/launcher=modal", "agent=optuna", "task=toy", "seed=0,1"),
+])
+def test_rejected_or_unreachable_credentials_fail_fast_with_one_line(toy, tmp_path: Path, command: tuple[str, ...],
+                                                                      no_modal_credentials: None) -> None:
+    """A fake token against a server that never answers: Modal's client would retry for a minute or more;
+    one bounded hello ends the command first, before any job or run dir, with a line naming the fix."""
+    import socket
+
+    from conftest import run_cli
+
+    with socket.socket() as silent:  # accepts connections and never answers, like a hung API
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        env = {"MODAL_TOKEN_ID": "ak-fake", "MODAL_TOKEN_SECRET": "as-fake",
+               "MODAL_SERVER_URL": f"http://127.0.0.1:{silent.getsockname()[1]}"}
+        proc = run_cli(*command, f"results_dir={tmp_path / 'results'}", env=env)
+    who = "hydra/launcher=modal" if "-m" in command else "executor=modal"
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {who}: Modal credentials rejected or unreachable (no answer in 5 s): run `modal token new` "
+        "(or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET), and check the network"], proc.stderr
+    assert not list(tmp_path.rglob("journal.jsonl"))

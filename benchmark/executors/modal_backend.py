@@ -39,7 +39,13 @@ from typing import Any, Optional
 from benchmark.errors import UserError
 from benchmark.executors.base import Job, JobResult, job_problem
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.executors.modal_image import ImageSpec, gpu_string, image_spec, modal_credentials_problem
+from benchmark.executors.modal_image import (
+    ImageSpec,
+    gpu_string,
+    image_spec,
+    modal_credentials_problem,
+    modal_unreachable_problem,
+)
 from benchmark.executors.modal_scripts import DISK_USAGE, KILL_ALL, SETUP
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
@@ -401,13 +407,17 @@ def run_tag(run_dir: Path) -> str:
     return hashlib.sha256(str(Path(run_dir).absolute()).encode()).hexdigest()[:16]
 
 
-def modal_client() -> Any:
-    """The `modal` module, once credentials are known to exist (checked offline, one line if not)."""
-    problem = modal_credentials_problem()
+def modal_client(who: str = "executor=modal") -> Any:
+    """The `modal` module, once credentials exist (checked offline) and Modal accepts them (one hello,
+    bounded in time): one line naming the fix if not, before any job starts."""
+    problem = modal_credentials_problem(who)
     if problem:
         raise UserError(problem)
     import modal
 
+    problem = modal_unreachable_problem(modal, who)
+    if problem:
+        raise UserError(problem)
     return modal
 
 

@@ -108,3 +108,30 @@ def modal_credentials_problem(who: str = "executor=modal") -> str:
         if chosen and profile.get("token_id") and profile.get("token_secret"):
             return ""
     return f"{who} needs Modal credentials: {TOKEN_HINT}"
+
+
+PROBE_TIMEOUT_S = 5.0  # a hello takes well under a second; a rejected or unreachable client retries for minutes
+
+
+def modal_unreachable_problem(modal: Any, who: str = "executor=modal", timeout_s: float = PROBE_TIMEOUT_S) -> str:
+    """Why Modal did not accept these credentials within `timeout_s`, or "" when it did.
+
+    One hello on a client of its own, closed after: the client would otherwise retry a bad token or a
+    dead network for a minute or more before the first job, instead of failing with a line naming the fix.
+    """
+    import asyncio
+
+    from modal.config import config
+
+    async def hello() -> None:
+        await modal.Client.verify.aio(config["server_url"], (config["token_id"], config["token_secret"]))
+
+    try:
+        asyncio.run(asyncio.wait_for(hello(), timeout_s))
+    except asyncio.TimeoutError:
+        reason = f"no answer in {timeout_s:g} s"
+    except Exception as exc:  # AuthError, ConnectionError...: the server's own words, first line only
+        reason = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
+    else:
+        return ""
+    return f"{who}: Modal credentials rejected or unreachable ({reason}): {TOKEN_HINT}, and check the network"
