@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
-from typing import Callable, NoReturn
+from typing import Any, Callable, NoReturn
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -65,6 +65,17 @@ def describe(overrides: list[str] | tuple[str, ...]) -> str:
     """A job's overrides as a user wrote them, without Hydra's own settings."""
     shown = [o for o in overrides if not o.lstrip("+~").startswith("hydra")]
     return " ".join(shown) or "(defaults)"
+
+
+def launcher_job_problem(overrides: list[str], cfg: Any) -> str:
+    """What the chosen Hydra launcher refuses about one composed job of the sweep `overrides`:
+    with hydra/launcher=modal, agent code in the run's own sandbox unless allowed knowingly."""
+    if "hydra/launcher=modal" not in overrides:
+        return ""
+    from benchmark.modal_runs import AGENT_CODE_FLAG, placement_problem
+
+    allowed = any(o.split("=", 1)[1].strip().lower() == "true" for o in overrides if o.startswith(f"{AGENT_CODE_FLAG}="))
+    return placement_problem(str(cfg.executor.name), allowed)
 
 
 def launcher_problem(overrides: list[str]) -> str:

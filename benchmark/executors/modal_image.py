@@ -86,13 +86,18 @@ def gpu_string(configured: str | None, count: int) -> str | None:
 
 
 def modal_credentials_problem(who: str = "executor=modal") -> str:
-    """Why Modal would refuse us, found offline: "" when a token id and secret are configured.
+    """Why Modal would refuse us, found offline: "" when a token id and secret are configured."""
+    return "" if modal_token() else f"{who} needs Modal credentials: {TOKEN_HINT}"
+
+
+def modal_token() -> tuple[str, str] | None:
+    """The token id and secret the client would use, or None.
 
     Reads the same sources the client does (MODAL_TOKEN_ID/SECRET, the active profile of
     ~/.modal.toml or $MODAL_CONFIG_PATH) without importing modal or touching the network.
     """
     if os.environ.get("MODAL_TOKEN_ID") and os.environ.get("MODAL_TOKEN_SECRET"):
-        return ""
+        return os.environ["MODAL_TOKEN_ID"], os.environ["MODAL_TOKEN_SECRET"]
     path = Path(os.environ.get("MODAL_CONFIG_PATH") or Path.home() / ".modal.toml")
     try:
         import tomllib
@@ -106,8 +111,8 @@ def modal_credentials_problem(who: str = "executor=modal") -> str:
             continue
         chosen = name == wanted if wanted else (profile.get("active") or len(profiles) == 1)
         if chosen and profile.get("token_id") and profile.get("token_secret"):
-            return ""
-    return f"{who} needs Modal credentials: {TOKEN_HINT}"
+            return str(profile["token_id"]), str(profile["token_secret"])
+    return None
 
 
 PROBE_TIMEOUT_S = 5.0  # a hello takes well under a second; a rejected or unreachable client retries for minutes
