@@ -310,6 +310,14 @@ def test_run_on_modal_scores_locally_and_never_uploads_labels(toy, tmp_path: Pat
     uploaded = [p for p in (tmp_path / "standin0").rglob("*") if p.is_file() and not p.is_symlink()]
     assert uploaded and not any(p.read_bytes() in secrets for p in uploaded), "labels reached the sandbox"
     assert not any(str(labels) in " ".join(e) for sb in standin.sandboxes for e in sb.execs)
+    # per phase: only the final tests mount a Volume of their own (the test inputs), deleted after them
+    private = [sb for sb in standin.sandboxes if PRIVATE_MOUNT in sb.kwargs.get("volumes", {})]
+    assert len(private) == final_tests and len(standin.ephemeral) == final_tests
+    assert all(v.deleted for v in standin.ephemeral)
+    assert all(set(sb.kwargs["volumes"]) == {DATA_MOUNT} for sb in standin.sandboxes if sb not in private)
+    hidden_inputs = {p.read_bytes() for p in toy.test_inputs_dir.rglob("*") if p.is_file()}
+    shared = standin.volumes["researchbench-data"].dir
+    assert hidden_inputs and not any(p.read_bytes() in hidden_inputs for p in shared.rglob("*") if p.is_file())
     tags = {sb.kwargs["tags"]["researchbench-run"] for sb in standin.sandboxes}
     assert len(tags) == 1
     # the same command again: a finished run is a no-op and creates no sandbox
