@@ -74,7 +74,8 @@ def launcher_job_problem(overrides: list[str], cfg: Any) -> str:
         return ""
     from benchmark.modal_runs import AGENT_CODE_FLAG, placement_problem
 
-    allowed = any(o.split("=", 1)[1].strip().lower() == "true" for o in overrides if o.startswith(f"{AGENT_CODE_FLAG}="))
+    flags = [o.split("=", 1)[1] for o in overrides if o.startswith(f"{AGENT_CODE_FLAG}=")]
+    allowed = any(value.strip().lower() == "true" for value in flags)
     return placement_problem(str(cfg.executor.name), allowed)
 
 

@@ -2,12 +2,13 @@
 
 A job's life: create a sandbox (image from the task's requirements, GPU/CPU/memory from the task,
 `block_network=True`, a hard lifetime, tags naming the run) -> upload the node's code and small
-read-only files as one tar; public data dirs come from a shared read-only Volume, uploaded once per
-content hash; any other read-only dir (the hidden test inputs of a final test) from an ephemeral Volume
-of this job alone, deleted with it, so no other job, of this run or another, can ever mount it) -> exec the command as an unprivileged uid with the job's clean environment and timeout,
-streaming stdout/stderr into the same capped files as local runs, polling disk use -> kill whatever
-the job left running -> download the code dir and output dirs as a tar parsed as hostile input ->
-terminate the sandbox, always. Paths inside the sandbox equal host paths, as on every backend.
+read-only files as one tar (public data dirs come from a shared read-only Volume, uploaded once per
+content hash; any other read-only dir, such as a final test's hidden test inputs, from an ephemeral
+Volume of this job alone, deleted after it, so no other job of this run or another can mount it) ->
+exec the command as an unprivileged uid with the job's clean environment and timeout, streaming
+stdout/stderr into the same capped files as local runs, polling disk use -> kill whatever the job
+left running -> download the code dir and output dirs as a tar parsed as hostile input -> terminate
+the sandbox, always. Paths inside the sandbox equal host paths, as on every backend.
 
 Time limits are wall-clock here (`JobResult.clock` "wall", `cpu_seconds` None): Modal does not report
 a sandbox's CPU time, and each sandbox is given the CPUs it requests (`resources.cpus`), so other
