@@ -435,3 +435,24 @@ def test_rejected_or_unreachable_credentials_fail_fast_with_one_line(toy, tmp_pa
         f"error: {who}: Modal credentials rejected or unreachable (no answer in 5 s): run `modal token new` "
         "(or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET), and check the network"], proc.stderr
     assert not list(tmp_path.rglob("journal.jsonl"))
+
+
+def test_a_rejected_token_is_named_in_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What Modal answers a bad token with (AuthError) reaches the user's line, first line only."""
+    from types import SimpleNamespace
+
+    import modal
+    from modal.exception import AuthError
+
+    from benchmark.executors.modal_image import modal_unreachable_problem
+
+    async def reject(server_url: str, credentials: tuple[str, str]) -> None:
+        assert credentials == ("ak-fake", "as-fake")
+        raise AuthError("Token ID is malformed.\nmore detail")
+
+    monkeypatch.setenv("MODAL_TOKEN_ID", "ak-fake")
+    monkeypatch.setenv("MODAL_TOKEN_SECRET", "as-fake")
+    monkeypatch.setattr(modal.Client, "verify", SimpleNamespace(aio=reject))
+    assert modal_unreachable_problem(modal, "executor=modal") == (
+        "executor=modal: Modal credentials rejected or unreachable (AuthError: Token ID is malformed.): "
+        "run `modal token new` (or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET), and check the network")
