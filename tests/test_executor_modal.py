@@ -238,7 +238,8 @@ def test_real_modal_objects_offline(tmp_path: Path) -> None:
     assert args["gpu"] == "A100-80GB" and args["block_network"] is True and args["timeout"] == 700
     assert set(args["volumes"]) == {DATA_MOUNT, PRIVATE_MOUNT}
     assert all(isinstance(v, modal.Volume) for v in args["volumes"].values())
-    assert callable(modal.Volume.ephemeral) and callable(own.batch_upload)
+    ephemeral = inspect.signature(modal.Volume.ephemeral).parameters.values()  # called with no arguments
+    assert all(p.default is not p.empty for p in ephemeral if p.name != "cls") and callable(own.batch_upload)
     ex.cfg.gpu = None  # no executor setting: the task's resources.gpu_type, else A100
     assert ex.sandbox_args(make_job(tmp_path, "", name="l4", gpus=2, gpu_type="L4"))["gpu"] == "L4:2"
     assert ex.sandbox_args(make_job(tmp_path, "", name="any", gpus=1))["gpu"] == "A100"
