@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 
 from benchmark.errors import UserError
 from benchmark.inert_text import inert
-from benchmark.sweep import Invocation, describe, expand, launcher_problem, parse
+from benchmark.sweep import Invocation, describe, expand, launcher_job_problem, launcher_problem, parse
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 GROUPS = ("agent", "task", "executor", "llm")
@@ -130,6 +130,9 @@ def prevalidate(argv: list[str]) -> Invocation:
                     preflight(cfg, registry, verified)
                 except UserError as exc:
                     fail(where + str(exc))
+                problem = launcher_job_problem(overrides, cfg) if invocation.multirun else ""
+                if problem:
+                    fail(where + problem)
             invocation.configs.append(cfg)
     finally:
         from hydra.core.global_hydra import GlobalHydra

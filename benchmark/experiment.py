@@ -97,7 +97,7 @@ def phase_job(prepared: PreparedTask, phase: str, scratch: Path, timeout_s: floa
     res = spec.resources
     return Job(
         argv=tuple(argv), workdir=code_dir, stdout_path=scratch / "stdout.txt", stderr_path=scratch / "stderr.txt",
-        timeout_s=timeout_s, readonly=tuple(readonly), writable=(output_dir,),
+        timeout_s=timeout_s, readonly=tuple(readonly), public=(prepared.public_dir,), writable=(output_dir,),
         limits=Limits(memory_gb=res.memory_gb, cpus=res.cpus), gpus=res.gpus, gpu_type=res.gpu_type,
         disk_bytes=int(res.disk_gb * _GIB), hidden=tuple(hidden), masked=(spec.task_dir, *shipped_data_paths()),
         places=tuple(places),

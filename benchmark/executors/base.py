@@ -38,6 +38,8 @@ class Job:
     stderr_path: Path
     timeout_s: float  # the time limit: CPU seconds of the whole job, or wall-clock seconds (module docstring)
     readonly: tuple[Path, ...] = ()  # extra host paths made visible read-only (data dirs)
+    public: tuple[Path, ...] = ()  # those of `readonly` every job of every run may see (public data): a remote
+    # backend may cache them across jobs; any other read-only path reaches this job only (test inputs)
     writable: tuple[Path, ...] = ()  # extra host paths made writable (e.g. an output dir)
     env: dict[str, str] = field(default_factory=dict)  # added to a minimal clean environment
     limits: Limits = Limits()
