@@ -20,6 +20,16 @@ os.environ["RESEARCHBENCH_TASKS_PATH"] = str(FIXTURES / "tasks")
 # pytest-timeout's per-test limit (pyproject.toml) is above this, so a hung subprocess fails with its command.
 HANG_TIMEOUT_S = 1200.0
 
+# The causality baseline's S-learner fit, and the T-learner fit that scripted agents put in its place: a
+# code edit that really lowers PEHE on this data (tests/fixtures/scripts/causality*.yaml make the same edit).
+CAUSALITY_S_LEARNER = """\
+    model = make_lgbm(params).fit(np.column_stack([x_train, t_train]), y_train)
+    treated = model.predict(np.column_stack([x_eval, np.ones(len(x_eval))]))
+    control = model.predict(np.column_stack([x_eval, np.zeros(len(x_eval))]))"""
+CAUSALITY_T_LEARNER = """\
+    treated = make_lgbm(params).fit(x_train[t_train == 1], y_train[t_train == 1]).predict(x_eval)
+    control = make_lgbm(params).fit(x_train[t_train == 0], y_train[t_train == 0]).predict(x_eval)"""
+
 
 @pytest.fixture(scope="session", autouse=True)
 def workspace_root(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -144,7 +144,7 @@ def test_openevolve_edits_causality_end_to_end(causality, tmp_path: Path) -> Non
     nodes = [r["node"] for r in journal_records(Path(summary["run_dir"])) if r["kind"] == "finished"]
     assert [(n["operator"], n["status"], n["hints"]["island"]) for n in nodes[1:]] == \
         [("evolve", "ok", 0), ("evolve", "buggy", 1), ("evolve", "ok", 2)]
-    assert nodes[1]["primary"] < nodes[0]["primary"]  # the T-learner beats the baseline X-learner
+    assert nodes[1]["primary"] < nodes[0]["primary"]  # the T-learner beats the baseline S-learner
     assert nodes[2]["parents"] == nodes[3]["parents"] == ["0001"]  # empty islands evolve the global best
     best = min((n for n in nodes if n["status"] == "ok"), key=lambda n: n["primary"])
     assert summary["steps"]["experiments"] == 3 and summary["best"]["node"] == best["id"] != "0000"

@@ -22,7 +22,8 @@ from benchmark.commands import CommandResult, CommandRunner
 from benchmark.experiment import DATA_PLACE, data_path_in_jobs
 from benchmark.journal import BlobStore
 from benchmark.task import Budget, load_task
-from conftest import HANG_TIMEOUT_S, REPO, journal_records, run_cli, run_inprocess
+from conftest import (CAUSALITY_S_LEARNER, CAUSALITY_T_LEARNER, HANG_TIMEOUT_S, REPO, journal_records, run_cli,
+                      run_inprocess)
 from trees import Tree
 
 
@@ -217,7 +218,7 @@ def test_commands_charge_compute_and_only_submit_spends_an_experiment(toy, tmp_p
 def test_react_edits_causality_end_to_end(causality, tmp_path: Path) -> None:
     replies = [_act(command="python -c \"import pandas as pd; print(pd.read_csv('" + DATA_PLACE
                     + "/train.csv').groupby('t').y.mean())\""),
-               _act(submit_eval=True) + "\n" + _sr("params.json", '  "learner": "x",', '  "learner": "t",'),
+               _act(submit_eval=True) + "\n" + _sr("model.py", CAUSALITY_S_LEARNER, CAUSALITY_T_LEARNER),
                _act(done=True, done_reason="one experiment is enough for this test")]
     summary, _ = run_inprocess("agent=react", "task=causality", "budget.steps=3", "budget.step_timeout_s=600",
                                "budget.test_timeout_s=900",

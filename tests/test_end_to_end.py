@@ -7,42 +7,42 @@ from pathlib import Path
 
 import pytest
 
-from conftest import journal_records, run_cli, run_inprocess
+from conftest import CAUSALITY_S_LEARNER, CAUSALITY_T_LEARNER, journal_records, run_cli, run_inprocess
 
-BAD_EDIT = """Plan: tune the learner.
+BAD_EDIT = """Plan: smaller trees.
 
 params.json
 <<<<<<< SEARCH
-  "learner": "s",
+  "num_leaves": 15,
 =======
-  "learner": "t",
+  "num_leaves": 8,
 >>>>>>> REPLACE
 """
-T_LEARNER = """Plan: an X-learner on 448 units is noisy; a T-learner fits each arm separately.
+T_LEARNER = f"""Plan: one model of y on (x, t) lets the trees all but ignore t; a T-learner fits each arm separately.
 
-params.json
+model.py
 <<<<<<< SEARCH
-  "learner": "x",
+{CAUSALITY_S_LEARNER}
 =======
-  "learner": "t",
+{CAUSALITY_T_LEARNER}
 >>>>>>> REPLACE
 """
 BUG = """Plan: clip extreme effects.
 
 model.py
 <<<<<<< SEARCH
-    return np.asarray(effects, dtype=float).reshape(len(inputs), -1)[:, 0]
+    return treated - control
 =======
-    return np.clip(np.asarray(effects, dtype=float).reshape(len(inputs), -1)[:, 0], low=-50, high=50)
+    return np.clip(treated - control, low=-50, high=50)
 >>>>>>> REPLACE
 """
 FIX = """Plan: np.clip takes a_min/a_max, not low/high.
 
 model.py
 <<<<<<< SEARCH
-    return np.clip(np.asarray(effects, dtype=float).reshape(len(inputs), -1)[:, 0], low=-50, high=50)
+    return np.clip(treated - control, low=-50, high=50)
 =======
-    return np.clip(np.asarray(effects, dtype=float).reshape(len(inputs), -1)[:, 0], -50, 50)
+    return np.clip(treated - control, -50, 50)
 >>>>>>> REPLACE
 """
 
@@ -78,7 +78,7 @@ def test_greedy_with_scripted_llm_edits_the_causality_baseline(causality, tmp_pa
     assert "TypeError" in (run_dir / "blobs" / buggy["stderr"][:2] / buggy["stderr"][2:]).read_text()
     assert fixed["parents"] == [buggy["id"]] and fixed["primary"] is not None
     diff = (run_dir / "blobs" / t_learner["diff"][:2] / t_learner["diff"][2:]).read_text()
-    assert '-  "learner": "x",' in diff and '+  "learner": "t",' in diff
+    assert "-    model = make_lgbm(params)" in diff and "+    treated = make_lgbm(params).fit(x_train[t_train" in diff
     assert summary["best"]["node"] in (t_learner["id"], fixed["id"])
     assert summary["best"]["test"] < summary["baseline"]["test"]
     assert summary["steps"]["experiments"] == 3

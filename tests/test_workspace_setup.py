@@ -316,7 +316,8 @@ def test_setup_cli_prepare_rerun_corrupt_redo(tmp_path: Path) -> None:
     listed = setup_cli("--list", workspace=root)
     assert listed.returncode == 0, listed.stderr
     line = next(l for l in listed.stdout.splitlines() if l.startswith("causality "))
-    assert "1.0.0" in line and "causal-inference" in line and line.endswith("not prepared")
+    assert f"version {load_task(CAUSALITY).version}" in line and "causal-inference" in line
+    assert line.endswith("not prepared")
 
     first = setup_cli("--task", "causality", "--skip-requirements", workspace=root)
     assert first.returncode == 0, first.stderr
