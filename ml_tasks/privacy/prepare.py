@@ -69,6 +69,11 @@ def membership(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return member
 
 
+def target_states() -> dict[str, int]:
+    """Each world's target model's secret random state (not a small integer an attack could guess)."""
+    return dict(zip(WORLDS, (int(s) for s in np.random.SeedSequence(SEED).generate_state(len(WORLDS)))))
+
+
 def build(out: Path) -> None:
     rng = np.random.default_rng(SEED)
     x, y = load_images(rng)
@@ -76,21 +81,20 @@ def build(out: Path) -> None:
     parts = {"val": perm[:N_CANDIDATES], "test": perm[N_CANDIDATES:2 * N_CANDIDATES]}
     aux = np.sort(perm[2 * N_CANDIDATES:])
     ids = rng.permutation(2 * N_CANDIDATES)  # candidate ids: a random relabelling, disjoint across worlds
-    states = np.random.SeedSequence(SEED).generate_state(len(WORLDS))  # the targets' secret random states
+    states = target_states()
     folders = {"val": out / "public", "test": out / "test_inputs"}
     for folder in (*folders.values(), out / "labels"):
         folder.mkdir(parents=True, exist_ok=True)
     np.savez(out / "public" / "aux.npz", x=x[aux], y=y[aux])
     for w, world in enumerate(WORLDS):
-        rows = parts[world]
         world_ids = ids[w * N_CANDIDATES:(w + 1) * N_CANDIDATES]
+        order = np.argsort(world_ids)  # everything below, the target's training rows too, in id order
+        rows, world_ids = parts[world][order], world_ids[order].astype(np.int64)
         member = membership(y[rows], rng)
-        weights = target_model.train(x[rows[member]], y[rows[member]], random_state=int(states[w]))
-        order = np.argsort(world_ids)
+        weights = target_model.train(x[rows[member]], y[rows[member]], random_state=states[world])
         np.savez(folders[world] / "target_model.npz", **weights)
-        np.savez(folders[world] / "candidates.npz", id=world_ids[order].astype(np.int64), x=x[rows[order]],
-                 y=y[rows[order]])
-        lines = [f"{i},{int(m)}" for i, m in zip(world_ids[order], member[order])]
+        np.savez(folders[world] / "candidates.npz", id=world_ids, x=x[rows], y=y[rows])
+        lines = [f"{i},{int(m)}" for i, m in zip(world_ids, member)]
         (out / "labels" / f"{world}_membership.csv").write_text("id,member\n" + "\n".join(lines) + "\n")
 
 
