@@ -12,7 +12,7 @@ images are split at random into three disjoint parts: the val world's 600 candid
 
 In each world exactly half the candidates (300, within one of half of every class) are members: the
 target model (baseline/target_model.py's recipe, a secret random state per world) is trained on exactly
-them. Candidates are stored in the order of their ids, which are a random relabelling, so neither the
+them, in id order. Candidates are stored in the order of their ids, which are a random relabelling, so neither the
 order, the ids, the class mix nor any file size says who is a member. Only the evaluator sees the
 membership labels. Deterministic: fixed seeds, pinned numerics (baseline/numerics.py), uncompressed
 .npz files.
