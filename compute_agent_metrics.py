@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from benchmark.errors import UserError
+from benchmark.inert_text import inert
 from benchmark.scoring.keys import GROUP_KEYS
 from benchmark.scoring.ranges import MODES
 
@@ -61,9 +62,9 @@ def main(argv: list[str] | None = None) -> int:
                       embedding_model=args.embedding_model, embedding_cache=args.embedding_cache, device=args.device,
                       plots=not args.no_plots, html=not args.no_html)
     try:
-        results = score(options, lambda line: print(line, file=sys.stderr))
+        results = score(options, lambda line: print(inert(line), file=sys.stderr))
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {inert(exc)}", file=sys.stderr)
         return 2
     _print(results, out)
     return 0
@@ -78,25 +79,30 @@ def _print(results: dict, out: Path) -> None:
                            "display.float_format", "{:.4f}".format):
         not_scored = results["not_scored"]
         if len(not_scored):
-            print(f"Not scored ({len(not_scored)} runs, left out of every table and aggregate)")
-            print(not_scored.to_string(index=False))
-            print()
-        print(f"Raw scores ({len(results['runs'])} runs; test = hidden test set, mean over n trials)")
-        print(results["raw"].to_string(index=False))
-        print(f"\nClipped achievement per task ({HEADLINE_WHY})")
-        print(results["achievement"].to_string())
-        print("\nGroups over seeds (n trials; mean, SEM, 95% bootstrap CI of the achievement)")
+            _out(f"Not scored ({len(not_scored)} runs, left out of every table and aggregate)")
+            _out(not_scored.to_string(index=False))
+            _out()
+        _out(f"Raw scores ({len(results['runs'])} runs; test = hidden test set, mean over n trials)")
+        _out(results["raw"].to_string(index=False))
+        _out(f"\nClipped achievement per task ({HEADLINE_WHY})")
+        _out(results["achievement"].to_string())
+        _out("\nGroups over seeds (n trials; mean, SEM, 95% bootstrap CI of the achievement)")
         cols = ["agent", "task", "version", "budget", "llm", "config", "n", "achievement", "achievement_sem",
                 "achievement_ci_low", "achievement_ci_high"]
-        print(results["groups"][[c for c in cols if c in results["groups"]]].to_string(index=False))
+        _out(results["groups"][[c for c in cols if c in results["groups"]]].to_string(index=False))
         if "paired" in results:
-            print("\nPaired comparison (n pairs; seeds per task a paired t-test needs for 80% power)")
+            _out("\nPaired comparison (n pairs; seeds per task a paired t-test needs for 80% power)")
             cols = ["first", "second", "budget", "scope", "n", "mean_diff", "ci_low", "ci_high", "win_rate",
                     "seeds_needed_80", "power"]
-            print(results["paired"][cols].to_string(index=False))
+            _out(results["paired"][cols].to_string(index=False))
         for note in results["notes"]["note"]:
-            print(f"note: {note}")
-    print(f"\nwrote {out}/ (tables.md, *.csv, plots/, report.html)")
+            _out(f"note: {note}")
+    _out(f"\nwrote {out}/ (tables.md, *.csv, plots/, report.html)")
+
+
+def _out(text: str = "") -> None:
+    """A line of the tables on stdout; run names and agent text in them are made inert first."""
+    print(inert(text))
 
 
 if __name__ == "__main__":

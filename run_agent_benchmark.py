@@ -25,6 +25,7 @@ from omegaconf import DictConfig  # noqa: E402
 
 from benchmark.config import register_configs  # noqa: E402
 from benchmark.errors import InfrastructureFailure, UserError  # noqa: E402
+from benchmark.inert_text import inert  # noqa: E402
 from benchmark.plugins import get_registry  # noqa: E402
 from benchmark.sweep import print_job_configs  # noqa: E402
 from benchmark.sweep_table import print_sweep_table  # noqa: E402
@@ -39,7 +40,7 @@ def main(cfg: DictConfig) -> None:
     except UserError as exc:
         fail(str(exc))
     except InfrastructureFailure as exc:
-        print(exc.console_line(), file=sys.stderr, flush=True)
+        print(inert(exc.console_line()), file=sys.stderr, flush=True)
         if HydraConfig.get().mode != RunMode.MULTIRUN:  # a sweep goes on; its table says which job aborted
             raise SystemExit(exc.exit_code) from None
     except KeyboardInterrupt:

@@ -1,6 +1,6 @@
 """OpenEvolve (an AlphaEvolve re-implementation, v0.2.25) on our engine: MAP-Elites islands with an archive.
 
-Database (agent-scaffolds.md §6.1): each island keeps a feature grid (`complexity` = code length,
+Database (OpenEvolve's openevolve/database.py): each island keeps a feature grid (`complexity` = code length,
 `diversity` = mean distance to a max-min reference set; min-max scaled by running stats into
 `feature_bins`); a program takes its cell when empty or when fitter than the occupant, which leaves
 the island and the archive; a program that loses still joins the island. The archive keeps the
@@ -43,8 +43,8 @@ from benchmark.task import Metric, TaskSpec
 @dataclass
 class OpenEvolveConfig(PromptConfig):
     name: str = "openevolve"
-    # OpenEvolve's configs/default_config.yaml (agent-scaffolds.md §6.4) unless marked FML: FML-bench's port
-    # (fml-bench.md §2.5) sized islands, grid, archive and migration for budgets of ~50 evaluations.
+    # OpenEvolve's configs/default_config.yaml unless marked FML: FML-bench's port
+    # (its OpenEvolve baseline's config) sized islands, grid, archive and migration for budgets of ~50 evaluations.
     num_islands: int = 3  # FML (OpenEvolve 5)
     feature_bins: int = 5  # FML (OpenEvolve 10: a 10x10 grid stays nearly empty at 50 programs)
     archive_size: int = 30  # FML (OpenEvolve 100)

@@ -1,4 +1,4 @@
-"""A ReAct agent with FARBench's action protocol (benchmarks.md §1.3-1.4), and MLRB's supervisor-worker variant.
+"""A ReAct agent with FARBench's action protocol (the FARBench paper's agent loop), and MLRB's supervisor-worker variant.
 
 Each turn the LLM replies with one JSON action, any combination of fields, applied in FARBench's
 order: `files_to_write` (full contents of editable files; SEARCH/REPLACE blocks after the JSON work
@@ -38,7 +38,7 @@ from benchmark.task import TaskSpec
 @dataclass
 class ReactConfig(PromptConfig):
     name: str = "react"
-    # FARBench's prompt limits (benchmarks.md §1.3): history <= 20 entries, last 3 in detail, tails 2000/1000/300
+    # FARBench's prompt limits: history <= 20 entries, last 3 in detail, tails 2000/1000/300
     history_entries: int = 20
     history_detail: int = 3
     stdout_tail_chars: int = 2000
@@ -47,7 +47,7 @@ class ReactConfig(PromptConfig):
     command_timeout_s: float = 600.0  # FARBench caps a command at the budget left; ours also at step_timeout_s
     max_turns_per_experiment: int = 12  # ours: a node (checkpoint) ends after this many turns without submit
     conversations: int = 1  # independent conversations in flight
-    supervisor: bool = False  # MLRB's supervisor-worker variant (benchmarks.md §7)
+    supervisor: bool = False  # MLRB's supervisor-worker variant
 
 
 SYSTEM = (
@@ -199,9 +199,10 @@ def take_turn(ctx: OpContext, reply: str, files: dict[str, str], last_eval: dict
 
 
 def sandbox_note(ctx: OpContext) -> str:
-    val = " ".join(ctx.task.phases["val"]).replace("{python}", "python").replace("{data}", str(ctx.public_dir))
+    data = ctx.data_path or str(ctx.public_dir)
+    val = " ".join(ctx.task.phases["val"]).replace("{python}", "python").replace("{data}", data)
     return (f"Commands run with bash in a fresh copy of the code directory holding your current files, with a private "
-            f"writable /tmp. The public data is at {ctx.public_dir} (read-only). An experiment runs `{val}` and the "
+            f"writable /tmp. The public data is at {data} (read-only). An experiment runs `{val}` and the "
             "harness scores what it writes to {output}; you can run that yourself with --out /tmp/out to check your "
             "code (no score: the labels are not there). Commands and experiments share the compute budget.")
 

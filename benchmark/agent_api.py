@@ -52,6 +52,7 @@ class OpContext:
     steps_left: int
     budget: Budget | None = None  # this run's effective budget (the task's, with command-line overrides)
     public_dir: Path | None = None  # the task's public data, read-only (for data previews)
+    data_path: str = ""  # the same dir as the agent's commands and experiments see it (e.g. /job/data)
     compute_left_s: float = float("inf")  # compute budget left when the node started
     # run_command(files, shell_command, timeout_s) -> benchmark.commands.CommandResult: a shell command in
     # the val sandbox over `files`, no evaluator; its seconds are charged to compute and recorded on the

@@ -17,7 +17,8 @@ from typing import Any, Callable, NoReturn
 from omegaconf import OmegaConf
 
 from benchmark.errors import UserError
-from benchmark.sweep import Invocation, describe, expand, launcher_problem, parse
+from benchmark.inert_text import inert
+from benchmark.sweep import Invocation, describe, expand, launcher_job_problem, launcher_problem, parse
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 GROUPS = ("agent", "task", "executor", "llm")
@@ -25,7 +26,7 @@ ENV_DEFAULTS = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HYDRA_FULL_ERROR": "0"}
 
 
 def fail(message: str) -> NoReturn:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {inert(message)}", file=sys.stderr)
     raise SystemExit(UserError.exit_code)
 
 
@@ -129,6 +130,9 @@ def prevalidate(argv: list[str]) -> Invocation:
                     preflight(cfg, registry, verified)
                 except UserError as exc:
                     fail(where + str(exc))
+                problem = launcher_job_problem(overrides, cfg) if invocation.multirun else ""
+                if problem:
+                    fail(where + problem)
             invocation.configs.append(cfg)
     finally:
         from hydra.core.global_hydra import GlobalHydra

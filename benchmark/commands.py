@@ -23,6 +23,7 @@ from typing import Any
 from benchmark.budget import charged_seconds
 from benchmark.executors.base import Executor
 from benchmark.experiment import materialize, phase_job
+from benchmark.inert_text import job_output
 from benchmark.journal import BlobStore
 from benchmark.safefs import discard_tree
 from benchmark.workspace import PreparedTask
@@ -107,7 +108,8 @@ class CommandRunner:
 
 
 def _read(path: Path) -> str:
+    """A stream as the agent may see it: decoded, control sequences removed (benchmark/inert_text.py)."""
     try:
-        return path.read_bytes().decode(errors="replace")
+        return job_output(path.read_bytes())
     except FileNotFoundError:
         return ""

@@ -5,6 +5,10 @@ as before parallel runs existed, so logs stay greppable. On a terminal a `rich` 
 over the experiment budget, what each of the K in-flight jobs is doing and for how long, the best
 score so far, tokens and dollars; finished-node lines scroll above it. Worker threads report what
 they are doing, so every method here may be called from any thread.
+
+Lines carry agent text (plans, done reasons, bug reasons, feedback), so every line and job label is
+made inert here (benchmark/inert_text.py) before it reaches the terminal, and the live view never
+parses Rich markup.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from benchmark.inert_text import inert
 
 # what a running job is doing, shown next to it
 PROPOSING = "asking the LLM"
@@ -46,12 +52,12 @@ class Display:
 
     def line(self, text: str) -> None:
         """A line everyone sees (banner, resume notes, warnings, the summary)."""
-        self.echo(text)
+        self.echo(inert(text))
 
     def node_line(self, text: str) -> None:
         """The one-line record of a finished node; left out when quiet."""
         if not self.quiet:
-            self.echo(text)
+            self.echo(inert(text))
 
     def job(self, key: str, label: str, activity: str) -> None:
         """A job started or moved on to another activity (only the live view shows this)."""
@@ -93,7 +99,8 @@ class RichDisplay(Display):
     def job(self, key: str, label: str, activity: str) -> None:
         with self._lock:
             known = self._jobs.get(key)
-            self._jobs[key] = _Job(label, activity, known.started if known else time.monotonic())
+            self._jobs[key] = _Job(inert(label, multiline=False), inert(activity, multiline=False),
+                                   known.started if known else time.monotonic())
 
     def job_done(self, key: str) -> None:
         with self._lock:

@@ -28,8 +28,9 @@ from benchmark.budget import Counters
 from benchmark.config import config_hash, default_run_id, effective_budget
 from benchmark.display import Display, Stats, make_display
 from benchmark.errors import InfrastructureFailure, UserError
-from benchmark.experiment import check_isolation
+from benchmark.experiment import check_isolation, data_path_in_jobs
 from benchmark.final_test import BASELINE_ID, final_test
+from benchmark.inert_text import install_log_filter
 from benchmark.journal import ABORTED, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
 from benchmark.llm import LLMClient, Usage
 from benchmark.outage import GuardedExecutor, baseline_failure, llm_never_answered
@@ -141,6 +142,7 @@ class Run:
 
     # ------------------------------------------------------------------------------------ run
     def run(self) -> dict[str, Any]:
+        install_log_filter()  # warnings quote evaluator stderr and agent commands: inert on every handler
         self.executor = self._build_executor()
         try:
             check_isolation(self.prepared, self.executor, self.run_dir)  # before anything is written
@@ -184,10 +186,12 @@ class Run:
         except InfrastructureFailure as exc:
             self.journal.append({"kind": ABORTED, "cause": exc.cause, "fix": exc.fix, "source": exc.source,
                                  "details": exc.details, "at": now()})
-            self._write_summary("aborted", abort_cause=exc.cause)
+            summary = self._write_summary("aborted", abort_cause=exc.cause)
+            self.registry.notify("researchbench_on_run_end", summary=summary, run=self.identity())
             raise
         except KeyboardInterrupt:
-            self._write_summary("interrupted")
+            summary = self._write_summary("interrupted")
+            self.registry.notify("researchbench_on_run_end", summary=summary, run=self.identity())
             self.display.line(f"interrupted; run the same command again to resume {self.run_dir}")
             raise
         finally:
@@ -210,6 +214,7 @@ class Run:
                          rng=random.Random(f"{self.cfg.seed}:{step}:operator"),
                          steps_left=self.budget.steps - self.counters.experiments - others_in_flight,
                          budget=self.budget, public_dir=self.prepared.public_dir,
+                         data_path=data_path_in_jobs(self.prepared, self.executor),
                          compute_left_s=self.budget.compute_hours * 3600 - self.counters.compute_s)
 
     def _baseline(self, agent: Agent) -> None:

@@ -11,9 +11,9 @@ stdout, and nothing the job left behind is ever opened by path.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
-import math
 import os
 import shutil
 import sys
@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 
 from benchmark.errors import UserError
 from benchmark.executors.base import Executor, Job, JobResult, Limits
+from benchmark.inert_text import clean_metrics, inert, job_output
 from benchmark.safefs import UnsafeOutput, discard_tree, read_regular_file
 from benchmark.shipped_data import shipped_data_paths
 from benchmark.task import render
@@ -32,7 +33,11 @@ log = logging.getLogger(__name__)
 
 _GIB = 1024**3
 _METRICS_CAP = 1 << 20  # bytes of metrics.json the harness will read
+_NO_SPACE, _NO_SPACE_TAIL = os.strerror(errno.ENOSPC).encode(), 4096  # its text, in the tail of stderr
 _EVALUATOR_DISK = 256 * 1024**2  # what the evaluator may store (it writes one small JSON file)
+# Where a phase job sees its dirs in a sandbox that relocates them (base.Job.places): the same on
+# every machine, so no host path reaches the job, its output, the prompts or the replay cache.
+CODE_PLACE, OUTPUT_PLACE, DATA_PLACE, TEST_INPUTS_PLACE = "/job/code", "/job/out", "/job/data", "/job/test_inputs"
 
 
 @dataclass
@@ -48,6 +53,8 @@ class Outcome:
     note: str = ""  # what the harness set aside from a valid score (non-finite secondary metrics)
     cpu_seconds: float | None = None  # CPU time of the job's processes (not the evaluator's); None if unknown
     clock: str = "wall"  # what the step limit bound: "cpu" (the job's CPU time) or "wall" (JobResult.clock)
+    # wall seconds of each part (materialize, job, collect, evaluate): benchmarks/experiment_overhead.py
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -84,13 +91,27 @@ def phase_job(prepared: PreparedTask, phase: str, scratch: Path, timeout_s: floa
     values = dict(python=sys.executable, code=str(code_dir), data=str(prepared.public_dir),
                   output=str(output_dir), phase=phase, test_inputs=str(prepared.test_inputs_dir), seed=str(seed))
     argv = render(spec.phases[phase], **values)  # the manifest schema keeps {test_inputs} out of val
+    places = [(code_dir, CODE_PLACE), (output_dir, OUTPUT_PLACE), (prepared.public_dir, DATA_PLACE)]
+    if phase == "test":
+        places.append((prepared.test_inputs_dir, TEST_INPUTS_PLACE))
     res = spec.resources
     return Job(
         argv=tuple(argv), workdir=code_dir, stdout_path=scratch / "stdout.txt", stderr_path=scratch / "stderr.txt",
-        timeout_s=timeout_s, readonly=tuple(readonly), writable=(output_dir,),
+        timeout_s=timeout_s, readonly=tuple(readonly), public=(prepared.public_dir,), writable=(output_dir,),
         limits=Limits(memory_gb=res.memory_gb, cpus=res.cpus), gpus=res.gpus, gpu_type=res.gpu_type,
         disk_bytes=int(res.disk_gb * _GIB), hidden=tuple(hidden), masked=(spec.task_dir, *shipped_data_paths()),
+        places=tuple(places),
     )
+
+
+def data_path_in_jobs(prepared: PreparedTask, executor: Executor) -> str:
+    """The public data dir as the executor's jobs see it (what an agent's commands must name)."""
+    return _as_jobs_see(executor, prepared.public_dir, DATA_PLACE)
+
+
+def _as_jobs_see(executor: Executor, host: Path, place: str) -> str:
+    """A phase job's dir as the executor shows it: its fixed place where the executor relocates."""
+    return place if getattr(executor, "relocates", False) else str(host)
 
 
 def check_isolation(prepared: PreparedTask, executor: Executor, run_dir: Path) -> None:
@@ -112,25 +133,39 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
     for path in (output_dir, handed, eval_dir):
         path.mkdir(parents=True)
     started = time.monotonic()
+    timings: dict[str, float] = {}
+    mark = started
+
+    def lap(part: str) -> None:
+        nonlocal mark
+        now = time.monotonic()
+        timings[part], mark = now - mark, now
+
     try:
         owned = materialize(prepared, files, scratch / "code")
         job = phase_job(prepared, phase, scratch, timeout_s, owned, seed)
+        lap("materialize")
         result = executor.submit(job).result()
+        lap("job")
         outcome = Outcome(exit_code=result.exit_code, timed_out=result.timed_out, seconds=0.0,
-                          stdout=_read(job.stdout_path), stderr=_read(job.stderr_path),
+                          stdout=job_output(_read(job.stdout_path)).encode(),
+                          stderr=job_output(_read(job.stderr_path)).encode(),
                           cpu_seconds=result.cpu_seconds, clock=result.clock)
-        outcome.bug_reason = _job_problem(result, timeout_s)
+        outcome.bug_reason = _job_problem(result, timeout_s, outcome.stderr, prepared.spec.resources.disk_gb)
+        outcome.timings = timings
         if not outcome.bug_reason:
             outcome.bug_reason = _collect(prepared, output_dir, handed)
+            lap("collect")
         if not outcome.bug_reason:
             _evaluate(prepared, phase, executor, scratch, handed, eval_dir, outcome)
+            lap("evaluate")
         outcome.seconds = round(time.monotonic() - started, 3)
         return outcome
     finally:
         discard_tree(scratch)
 
 
-def _job_problem(result: JobResult, timeout_s: float) -> str:
+def _job_problem(result: JobResult, timeout_s: float, stderr: bytes = b"", disk_gb: float = 0.0) -> str:
     if result.error:
         return f"could not run: {result.error}"
     if result.violation:
@@ -138,6 +173,9 @@ def _job_problem(result: JobResult, timeout_s: float) -> str:
     if result.timed_out:
         return f"killed: {result.time_problem(timeout_s)}"
     if result.exit_code != 0:
+        if _NO_SPACE in stderr[-_NO_SPACE_TAIL:]:  # the capped job filesystem refused a write (or an fallocate)
+            return (f"exit code {result.exit_code}: over the disk limit, a write failed with 'No space left on "
+                    f"device' (the code and output dirs hold at most {disk_gb:g} GB, resources.disk_gb)")
         return f"exit code {result.exit_code}"
     return ""
 
@@ -147,7 +185,7 @@ def _collect(prepared: PreparedTask, output_dir: Path, handed: Path) -> str:
     cap = int(prepared.spec.evaluation.max_output_mb * 1024**2)
     for rel in prepared.spec.outputs:
         try:
-            data = read_regular_file(output_dir, rel, cap)
+            data = read_regular_file(output_dir, rel, cap, "evaluation.max_output_mb")
         except UnsafeOutput as exc:
             return f"invalid output: {exc}"
         target = handed / rel
@@ -179,30 +217,30 @@ def _evaluate(prepared: PreparedTask, phase: str, executor: Executor, scratch: P
                               "(evaluation.timeout_s)")
         return
     if result.exit_code != 0:
-        outcome.bug_reason = f"invalid predictions: {_evaluator_reason(prepared, _read(job.stderr_path), result, handed, scratch)}"
+        output = _as_jobs_see(executor, scratch / "output", OUTPUT_PLACE)
+        reason = _evaluator_reason(prepared, _read(job.stderr_path), result, handed, output)
+        outcome.bug_reason = f"invalid predictions: {reason}"
         return
     try:
-        raw = json.loads(read_regular_file(eval_dir, "metrics.json", _METRICS_CAP))
-        metrics = {k: float(v) for k, v in raw["metrics"].items()}
+        raw = json.loads(read_regular_file(eval_dir, "metrics.json", _METRICS_CAP))["metrics"]
+        if not isinstance(raw, dict):
+            raise TypeError("metrics is not an object")
     except UnsafeOutput as exc:
         outcome.bug_reason = f"the evaluator wrote no usable metrics ({exc})"
         return
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:
         outcome.bug_reason = f"the evaluator wrote unreadable metrics: {type(exc).__name__}"
         return
+    # what reaches the journal, prompts and reports: safe names, finite values (never NaN/inf), capped count
+    metrics, outcome.note = clean_metrics(raw, spec.metric.name)
     primary = metrics.get(spec.metric.name)
-    if primary is None or not math.isfinite(primary):
+    if primary is None:
         outcome.bug_reason = f"the evaluator gave no finite '{spec.metric.name}'"
         return
-    rejected = {k: v for k, v in metrics.items() if not math.isfinite(v)}  # never journaled as NaN/inf
-    if rejected:
-        outcome.note = ("the evaluator gave non-finite secondary metrics, left out of this node's metrics: "
-                        + ", ".join(f"{k}={v}" for k, v in sorted(rejected.items())))
-    outcome.metrics = {k: v for k, v in metrics.items() if k not in rejected}
-    outcome.primary = primary
+    outcome.metrics, outcome.primary = metrics, primary
 
 
-def _evaluator_reason(prepared: PreparedTask, stderr: bytes, result: JobResult, handed: Path, scratch: Path) -> str:
+def _evaluator_reason(prepared: PreparedTask, stderr: bytes, result: JobResult, handed: Path, output: str) -> str:
     """The evaluator's one-line verdict on the predictions, in terms of the agent's own output dir.
 
     A crash (a traceback) is reported without its text: tracebacks name evaluator internals and
@@ -214,10 +252,10 @@ def _evaluator_reason(prepared: PreparedTask, stderr: bytes, result: JobResult, 
         log.warning("the evaluator of %s crashed (exit %s); its stderr ends:\n%s", prepared.spec.name,
                     result.exit_code, "\n".join(lines[-15:]))
         return f"the evaluator rejected them (exit code {result.exit_code})"
-    line = lines[-1].replace(str(handed), str(scratch / "output"))
+    line = lines[-1].replace(str(handed), output)
     for secret, name in ((prepared.labels_dir, "<labels>"), (prepared.spec.task_dir, "<evaluator>")):
         line = line.replace(str(secret), name)
-    return line[:300]
+    return inert(line, multiline=False)[:300]  # it may quote the predictions
 
 
 def _read(path: Path) -> bytes:

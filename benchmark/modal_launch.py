@@ -15,7 +15,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from benchmark.errors import UserError
-from benchmark.modal_runs import RemoteRun, RemoteRunSettings, harness_image, run_remotely
+from benchmark.modal_runs import RemoteRun, RemoteRunSettings, harness_image, placement_problem, run_remotely
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ def load_client(spec: str | None) -> Any:
         return getattr(importlib.import_module(module), name)()
     from benchmark.executors.modal_backend import modal_client
 
-    return modal_client()
+    return modal_client("hydra/launcher=modal")
 
 
 def launch(settings: dict[str, Any], hydra_context: Any, config: DictConfig,
@@ -54,9 +54,13 @@ def launch(settings: dict[str, Any], hydra_context: Any, config: DictConfig,
             hydra_cfg.hydra.job.num = number
         cfg = OmegaConf.masked_copy(hydra_cfg, [k for k in hydra_cfg.keys() if k != "hydra"])
         task = load_task(get_registry().tasks[cfg.task.name])
+        problem = placement_problem(str(cfg.executor.name), remote.agent_code_in_run)
+        if problem:  # the CLI refuses this before any job; a direct Hydra caller is refused here
+            raise UserError(problem)
         job_dir = sweep_dir / str(number)
         job_dir.mkdir(parents=True, exist_ok=True)
-        run = RemoteRun(overrides=list(overrides), run_dir=run_dir(cfg), workspace=open_prepared(task).root,
+        run = RemoteRun(overrides=list(overrides), executor=str(cfg.executor.name), run_dir=run_dir(cfg),
+                        workspace=open_prepared(task).root,
                         task=task, log_path=job_dir / "run.log")
         jobs.append((number, list(overrides), cfg, hydra_cfg, job_dir, run))
         log.info("modal launcher: #%d: %s", number, " ".join(overrides))

@@ -7,8 +7,11 @@ run is the same command a user types (`run_agent_benchmark.py <overrides>`); whe
 dir comes back as a tar parsed as hostile input and lands where a local run would have written it,
 so re-running the sweep resumes each job and the sweep table reads it like any other.
 
-Unlike `executor=modal`, this moves the whole run, evaluator included: the prepared workspace, hidden
-labels too, is uploaded to the sandbox. docs/modal.md says when to choose which.
+The run's sandbox holds what the agent loop and the evaluator need: the LLM keys, the Modal token and
+the task's labels. Agent code therefore never runs in it: each job's experiments must use
+`executor=modal` (each in a sandbox of its own, without network, keys or labels) unless the user sets
+`agent_code_in_run` knowingly, and no sandbox of the remote run may silently fall back to none.
+docs/modal.md says when to choose this or a local sweep with `executor=modal`.
 """
 
 from __future__ import annotations
@@ -52,11 +55,38 @@ class RemoteRunSettings:
     remote_python: str = "python"
     extra_env: list[str] = field(default_factory=list)  # more variable names to pass on when set here
     max_download_gb: float = 8.0
+    agent_code_in_run: bool = False  # allow experiments in the run's own sandbox, beside its keys and labels
+
+
+AGENT_CODE_FLAG = "hydra.launcher.agent_code_in_run"
+# Per executor, the sandbox setting a remote run pins to bwrap unless the user set it: under Modal's
+# container runtime `auto` could otherwise degrade to no sandbox without anyone choosing that.
+SANDBOX_KEYS = {"modal": "executor.local_sandbox", "local": "executor.sandbox"}
+
+
+def placement_problem(executor: str, agent_code_in_run: bool) -> str:
+    """Why a run with this executor must not run as a whole on Modal, or "" when it may."""
+    if executor == "modal" or agent_code_in_run:
+        return ""
+    return (f"hydra/launcher=modal with executor={executor} would run agent code in the run's own sandbox, "
+            f"beside its LLM keys and the task's labels: add executor=modal (each experiment in a sandbox of "
+            f"its own, without network), or set {AGENT_CODE_FLAG}=true to accept that")
+
+
+def remote_overrides(overrides: list[str], executor: str, run_dir: Path) -> list[str]:
+    """The remote run's command-line overrides: the user's, its sandbox pinned, and the run dir the
+    launcher computed here (named in full: the pin would otherwise change the run id)."""
+    kept = [o for o in overrides if not o.lstrip("+~").startswith(("hydra", "results_dir=", "run_id="))]
+    key = SANDBOX_KEYS.get(executor)
+    if key and not any(o.lstrip("+~").startswith(f"{key}=") for o in kept):
+        kept.append(f"{key}=bwrap")
+    return [*kept, f"results_dir={run_dir.parents[2]}", f"run_id={run_dir.name}"]
 
 
 @dataclass
 class RemoteRun:
     overrides: list[str]  # the job's overrides, as the user wrote them
+    executor: str  # the run's executor (its composed config's executor.name)
     run_dir: Path  # where the engine will write this run (absolute; the same path remotely)
     workspace: Path  # the task's prepared workspace dir
     task: TaskSpec
@@ -91,7 +121,10 @@ def harness_files(root: Path = REPO_ROOT) -> list[Path]:
         return files
 
 
-def remote_env(settings: RemoteRunSettings) -> dict[str, str]:
+def remote_env(settings: RemoteRunSettings, executor: str) -> dict[str, str]:
+    """The remote run's environment, given to its harness process: LLM keys, and with executor=modal the
+    Modal token its experiments' sandboxes are made with."""
+    from benchmark.executors.modal_image import modal_token
     from benchmark.workspace import workspace_root
 
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",
@@ -99,6 +132,9 @@ def remote_env(settings: RemoteRunSettings) -> dict[str, str]:
     for name in (*KEY_ENV, *settings.extra_env, "RESEARCHBENCH_TASKS_PATH", "RESEARCHBENCH_DISABLE_ENTRYPOINTS"):
         if os.environ.get(name):
             env[name] = os.environ[name]
+    token = modal_token() if executor == "modal" else None
+    if token:
+        env["MODAL_TOKEN_ID"], env["MODAL_TOKEN_SECRET"] = token
     return env
 
 
@@ -111,20 +147,19 @@ def run_remotely(client: Any, app: Any, image: Any, run: RemoteRun, settings: Re
     sandbox = client.Sandbox.create(
         app=app, image=image, timeout=int(settings.timeout_s), cpu=float(settings.cpu),
         memory=int(settings.memory_gb * 1024), gpu=settings.gpu, tags={SWEEP_TAG: tag},
-        block_network=False,  # the agent's LLM calls; agent code itself runs in the run's executor
+        block_network=False,  # the agent's LLM calls and Modal's API; agent code runs in sandboxes of its own
     )
     try:
         files = [*harness_files(), run.workspace, *([run.run_dir] if run.run_dir.exists() else [])]
         tasks_path = [Path(p) for p in os.environ.get("RESEARCHBENCH_TASKS_PATH", "").split(os.pathsep) if p]
         sandbox.filesystem.write_bytes(pack([*files, *(p for p in tasks_path if p.exists())]), UPLOAD_TAR)
         _wait(sandbox, ["tar", "-x", "-f", UPLOAD_TAR, "-C", "/"])
-        kept = [o for o in run.overrides if not o.lstrip("+~").startswith(("hydra", "results_dir="))]
-        argv = [settings.remote_python, str(REPO_ROOT / "run_agent_benchmark.py"), *kept,
-                f"results_dir={run.run_dir.parents[2]}"]
+        argv = [settings.remote_python, str(REPO_ROOT / "run_agent_benchmark.py"),
+                *remote_overrides(run.overrides, run.executor, run.run_dir)]
         writer = CappedWriter(run.log_path, 8 << 20)
         try:
             proc = sandbox.exec(*argv, timeout=int(settings.timeout_s), workdir=str(REPO_ROOT),
-                                env=remote_env(settings), text=False)
+                                env=remote_env(settings, run.executor), text=False)
             threads = [threading.Thread(target=_copy, args=(s, writer), daemon=True) for s in (proc.stdout, proc.stderr)]
             for thread in threads:
                 thread.start()

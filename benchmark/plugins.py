@@ -52,7 +52,7 @@ class HookSpecs:
 
     @hookspec
     def researchbench_on_run_end(self, summary: dict[str, Any], run: dict[str, Any]) -> None:
-        """Called once when a run ends (finished or stopped) with its summary.json content."""
+        """Called when a run ends (finished, aborted or interrupted: summary["status"]) with its summary.json."""
 
 
 @dataclass(frozen=True)

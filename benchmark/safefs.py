@@ -167,9 +167,10 @@ def tree_usage(path: Path, max_depth: int = 128) -> TreeUsage:
     return usage
 
 
-def read_regular_file(base: Path, rel: str, cap_bytes: int) -> bytes:
+def read_regular_file(base: Path, rel: str, cap_bytes: int, cap_name: str = "") -> bytes:
     """The bytes of `base/rel` if every component is a real directory, the file is a regular file with
-    one link and its apparent size is at most `cap_bytes`; else `UnsafeOutput` saying which rule broke.
+    one link and its apparent size is at most `cap_bytes`; else `UnsafeOutput` saying which rule broke
+    (`cap_name`, the setting that sets the cap, is named when the file is too large).
     """
     parts = [p for p in rel.split("/") if p]
     if not parts or any(p in (".", "..") for p in parts):
@@ -190,17 +191,17 @@ def read_regular_file(base: Path, rel: str, cap_bytes: int) -> bytes:
             child = os.open(part, _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = child
-        return _read_leaf(fd, parts[-1], rel, cap_bytes)
+        return _read_leaf(fd, parts[-1], rel, cap_bytes, cap_name)
     finally:
         os.close(fd)
 
 
-def _read_leaf(dir_fd: int, name: str, rel: str, cap_bytes: int) -> bytes:
+def _read_leaf(dir_fd: int, name: str, rel: str, cap_bytes: int, cap_name: str) -> bytes:
     try:
         st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         raise UnsafeOutput(f"{rel} was not written") from None
-    _check_regular(st, rel, cap_bytes)
+    _check_regular(st, rel, cap_bytes, cap_name)
     try:
         fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
@@ -208,7 +209,7 @@ def _read_leaf(dir_fd: int, name: str, rel: str, cap_bytes: int) -> bytes:
             raise UnsafeOutput(f"{rel} is a symbolic link; write a regular file") from None
         raise UnsafeOutput(f"{rel} cannot be opened ({os.strerror(exc.errno or 0)})") from None
     try:
-        _check_regular(os.fstat(fd), rel, cap_bytes)  # the same checks on what was really opened
+        _check_regular(os.fstat(fd), rel, cap_bytes, cap_name)  # the same checks on what was really opened
         chunks, left = [], cap_bytes + 1
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 20))
@@ -224,15 +225,15 @@ def _read_leaf(dir_fd: int, name: str, rel: str, cap_bytes: int) -> bytes:
     return data
 
 
-def _check_regular(st: os.stat_result, rel: str, cap_bytes: int) -> None:
+def _check_regular(st: os.stat_result, rel: str, cap_bytes: int, cap_name: str) -> None:
     if not stat.S_ISREG(st.st_mode):
         hint = "; write a regular file" if stat.S_ISLNK(st.st_mode) else ""
         raise UnsafeOutput(f"{rel} is {_kind(st.st_mode)}, not a regular file{hint}")
     if st.st_nlink != 1:
         raise UnsafeOutput(f"{rel} is a hard link ({st.st_nlink} names); write a fresh file")
     if st.st_size > cap_bytes:
-        raise UnsafeOutput(f"{rel} is {_size(st.st_size)}, over the {_size(cap_bytes)} limit "
-                           "(evaluation.max_output_mb)")
+        setting = f" ({cap_name})" if cap_name else ""
+        raise UnsafeOutput(f"{rel} is {_size(st.st_size)}, over the {_size(cap_bytes)} limit{setting}")
 
 
 def _kind(mode: int) -> str:

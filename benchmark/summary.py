@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
+from benchmark.inert_text import inert
 from benchmark.journal import now
 
 if TYPE_CHECKING:
@@ -131,9 +132,10 @@ def progress(run: Run, node: Node) -> str:
     if node.status == "ok":
         result = f"val {metric}={node.primary:.4f}"
     elif node.executed:
-        result = f"buggy: {node.bug_reason}"
-    else:
-        result = f"{node.status.replace('_', ' ')}: {node.feedback.splitlines()[0][:70] if node.feedback else ''}"
+        result = f"buggy: {inert(node.bug_reason, multiline=False)}"
+    else:  # agent text (a done reason, an edit's feedback): one line, inert
+        first = inert(node.feedback).split("\n", 1)[0][:70]
+        result = f"{node.status.replace('_', ' ')}: {first}"
     cost = f" ${run.usage.usd:.4f}" if run.llm is not None else ""
     cpu = f" (cpu {node.cpu_seconds:.1f}s)" if node.cpu_seconds is not None else ""
     return (f"[{node.id}] {node.operator:<8} <- {parents:<5} {result}  | best {_fmt(best.primary if best else None)}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
-from typing import Callable, NoReturn
+from typing import Any, Callable, NoReturn
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -67,10 +67,29 @@ def describe(overrides: list[str] | tuple[str, ...]) -> str:
     return " ".join(shown) or "(defaults)"
 
 
+def launcher_job_problem(overrides: list[str], cfg: Any) -> str:
+    """What the chosen Hydra launcher refuses about one composed job of the sweep `overrides`:
+    with hydra/launcher=modal, agent code in the run's own sandbox unless allowed knowingly."""
+    if "hydra/launcher=modal" not in overrides:
+        return ""
+    from benchmark.modal_runs import AGENT_CODE_FLAG, placement_problem
+
+    flags = [o.split("=", 1)[1] for o in overrides if o.startswith(f"{AGENT_CODE_FLAG}=")]
+    allowed = any(value.strip().lower() == "true" for value in flags)
+    return placement_problem(str(cfg.executor.name), allowed)
+
+
 def launcher_problem(overrides: list[str]) -> str:
-    """What the chosen Hydra launcher lacks, found offline (Modal credentials for hydra/launcher=modal)."""
+    """What the chosen Hydra launcher lacks (Modal credentials for hydra/launcher=modal, present and
+    accepted by Modal), found before the first job starts."""
     if "hydra/launcher=modal" not in overrides or any(o.startswith("hydra.launcher.client=") for o in overrides):
         return ""
-    from benchmark.executors.modal_image import modal_credentials_problem
+    from benchmark.executors.modal_image import modal_credentials_problem, modal_unreachable_problem
 
-    return modal_credentials_problem("hydra/launcher=modal")
+    who = "hydra/launcher=modal"
+    problem = modal_credentials_problem(who)
+    if problem:
+        return problem
+    import modal
+
+    return modal_unreachable_problem(modal, who)

@@ -14,6 +14,7 @@ from typing import Sequence
 from omegaconf import DictConfig
 
 from benchmark.config import default_run_id
+from benchmark.inert_text import inert
 
 COLUMNS = ("agent", "task", "seed", "best val", "hidden test", "normalized", "cost", "where")
 
@@ -65,7 +66,7 @@ def render(rows: list[tuple[str, ...]]) -> str:
 def print_sweep_table(configs: Sequence[DictConfig]) -> list[str]:
     """Print the table; returns the jobs' run statuses, so the sweep's exit code can follow them."""
     rows, statuses = sweep_rows(configs)
-    print(f"\nsweep: {len(configs)} run(s)\n{render(rows)}", flush=True)
+    print(inert(f"\nsweep: {len(configs)} run(s)\n{render(rows)}"), flush=True)  # causes quote agent text
     return statuses
 
 

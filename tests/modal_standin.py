@@ -11,6 +11,7 @@ it; on Modal the executor's kill step ends them). Each call is recorded for the 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -197,6 +198,7 @@ class Volume:
     def __init__(self, directory: Path, read_only: bool = False) -> None:
         self.dir, self.read_only = directory, read_only
         self.uploads: list[str] = []
+        self.deleted = False  # an ephemeral Volume whose context ended (its files are gone)
 
     def listdir(self, path: str) -> list[_Entry]:
         return [_Entry(p.name) for p in (self.dir / path.lstrip("/")).iterdir()]
@@ -232,6 +234,19 @@ class _VolumeApi:
             self._modal.volumes[name] = Volume(directory)
         return self._modal.volumes[name]
 
+    @contextlib.contextmanager
+    def ephemeral(self) -> Iterator[Volume]:
+        """An anonymous Volume that exists while the context is open, as `modal.Volume.ephemeral()`."""
+        directory = self._modal.root / "volumes" / f"ephemeral-{uuid.uuid4().hex[:10]}"
+        directory.mkdir(parents=True)
+        volume = Volume(directory)
+        self._modal.ephemeral.append(volume)
+        try:
+            yield volume
+        finally:
+            shutil.rmtree(directory)
+            volume.deleted = True
+
 
 class StandInModal:
     """Pass as `client=` to ModalExecutor; `root` holds the sandboxes' filesystems and the Volumes."""
@@ -243,6 +258,7 @@ class StandInModal:
         self.sandboxes: list[Sandbox] = []
         self.apps: dict[str, App] = {}
         self.volumes: dict[str, Volume] = {}
+        self.ephemeral: list[Volume] = []  # every Volume.ephemeral() made, in order
         self.fail_create = 0  # the next N Sandbox.create calls raise (a network failure)
         self.fail_creates_at: set[int] = set()  # these Sandbox.create calls (1-based) raise
         self.creates = 0

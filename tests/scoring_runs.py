@@ -101,7 +101,7 @@ def write_run(root: Path, agent: str, task: str, seed: int, steps: list[Step], *
 
 
 def build_tiny_roberta(out: Path, corpus: list[str]) -> Path:
-    """A 2-layer, 32-wide RoBERTa with a BPE vocab trained on `corpus` (environment-notes §5's recipe)."""
+    """A 2-layer, 32-wide RoBERTa with a BPE vocab trained on `corpus` (built offline: the Hub cannot be reached in tests)."""
     from tokenizers import ByteLevelBPETokenizer
     from transformers import RobertaConfig, RobertaModel, RobertaTokenizer
 

@@ -19,6 +19,7 @@ import pytest
 from agents.react import ReactConfig, ReactPolicy, build_messages, parse_action, react, take_turn
 from benchmark.agent_api import Action, OpContext
 from benchmark.commands import CommandResult, CommandRunner
+from benchmark.experiment import DATA_PLACE, data_path_in_jobs
 from benchmark.journal import BlobStore
 from benchmark.task import Budget, load_task
 from conftest import HANG_TIMEOUT_S, REPO, journal_records, run_cli, run_inprocess
@@ -157,8 +158,11 @@ def test_a_command_sees_the_public_data_but_not_labels_or_test_inputs(toy, tmp_p
                            step_timeout_s=30, compute_left_s=100.0)
     try:
         files = {"params.json": '{"slope": 7}'}
-        seen = runner.run(files, f"cat params.json; ls {toy.public_dir}", 20)
-        assert seen.exit_code == 0 and '"slope": 7' in seen.stdout and "val_x.json" in seen.stdout
+        data = data_path_in_jobs(toy, executor)  # the job sees the public data at a fixed place, not the host's
+        assert data == DATA_PLACE
+        seen = runner.run(files, f"cat params.json; ls {data}; ls {toy.public_dir}", 20)
+        assert seen.exit_code != 0 and '"slope": 7' in seen.stdout and "val_x.json" in seen.stdout
+        assert "No such file" in seen.stderr  # the host path of the data does not exist inside
         for secret in (toy.labels_dir, toy.test_inputs_dir):
             probe = runner.run(files, f"ls {secret} || cat {secret}/*", 20)
             assert probe.exit_code != 0 and "_y.json" not in probe.stdout and "test_x" not in probe.stdout
@@ -169,7 +173,7 @@ def test_a_command_sees_the_public_data_but_not_labels_or_test_inputs(toy, tmp_p
         assert over.run(files, "echo hi", 10).refused and over.records[0]["seconds"] == 0.0
     finally:
         executor.shutdown()
-    assert [r["command"] for r in runner.records][:1] == [f"cat params.json; ls {toy.public_dir}"]
+    assert [r["command"] for r in runner.records][:1] == [f"cat params.json; ls {DATA_PLACE}; ls {toy.public_dir}"]
     assert {r["clock"] for r in runner.records} == {"cpu"}  # charged in CPU seconds, like the step limit
     assert runner.seconds == pytest.approx(sum(r["cpu_seconds"] for r in runner.records))
 
@@ -211,7 +215,7 @@ def test_commands_charge_compute_and_only_submit_spends_an_experiment(toy, tmp_p
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # several causality runs; on a loaded machine each takes minutes
 def test_react_edits_causality_end_to_end(causality, tmp_path: Path) -> None:
-    replies = [_act(command="python -c \"import pandas as pd; print(pd.read_csv('" + str(causality.public_dir)
+    replies = [_act(command="python -c \"import pandas as pd; print(pd.read_csv('" + DATA_PLACE
                     + "/train.csv').groupby('t').y.mean())\""),
                _act(submit_eval=True) + "\n" + _sr("params.json", '  "learner": "x",', '  "learner": "t",'),
                _act(done=True, done_reason="one experiment is enough for this test")]

@@ -17,7 +17,7 @@ import pytest
 from benchmark.errors import UserError
 from benchmark.executors import sandbox as sandbox_mod
 from benchmark.executors.base import Executor, Job, Limits
-from benchmark.executors.modal_backend import RUN_TAG, ModalExecutor, ModalExecutorConfig
+from benchmark.executors.modal_backend import DATA_MOUNT, PRIVATE_MOUNT, RUN_TAG, ModalExecutor, ModalExecutorConfig
 from benchmark.executors.modal_image import gpu_string, image_spec, modal_credentials_problem, pin
 from benchmark.task import Requirement
 from tests.executor_conformance import ExecutorConformance, make_job, run
@@ -66,10 +66,10 @@ def test_sandbox_arguments_tags_and_upload(tmp_path: Path) -> None:
     data.mkdir()
     (data / "train.csv").write_text("x\n1\n")
     job = make_job(tmp_path, "import sys; print(open(sys.argv[1] + '/train.csv').read().split()[1])", str(data),
-                   readonly=(data,), gpus=2, limits=Limits(cpus=3, memory_gb=6))
+                   readonly=(data,), public=(data,), gpus=2, limits=Limits(cpus=3, memory_gb=6))
     try:
         result, out, err = run(ex, job)
-        run(ex, make_job(tmp_path, "print(1)", name="again", readonly=(data,)))
+        run(ex, make_job(tmp_path, "print(1)", name="again", readonly=(data,), public=(data,)))
     finally:
         ex.shutdown()
     assert result.ok and out == "1\n", err
@@ -77,9 +77,52 @@ def test_sandbox_arguments_tags_and_upload(tmp_path: Path) -> None:
     assert args["gpu"] == "H100:2" and args["cpu"] == 3.0 and args["memory"] == 6144
     assert args["block_network"] is True and args["timeout"] >= job.timeout_s
     assert args["tags"][RUN_TAG] == ex.run_tag and args["app"].name == "researchbench"
-    assert args["volumes"]["/__researchbench/data"].read_only
+    assert set(args["volumes"]) == {DATA_MOUNT} and args["volumes"][DATA_MOUNT].read_only
     assert len(client.volumes["researchbench-data"].uploads) == 1, "public data is uploaded once per content"
-    assert all(sb.terminated for sb in client.sandboxes)
+    assert all(sb.terminated for sb in client.sandboxes) and not client.ephemeral
+
+
+@needs_bwrap
+def test_test_inputs_reach_the_test_job_only(tmp_path: Path) -> None:
+    """The attack: after a final test, a validation job (of this run or any other) walks every mounted
+    Volume for the hidden test inputs. They live in the test job's own ephemeral Volume, deleted after it."""
+    ex, client = standin_executor(tmp_path / "standin")
+    public, test_inputs = tmp_path / "data", tmp_path / "test_inputs"
+    public.mkdir()
+    test_inputs.mkdir()
+    (public / "val_x.json").write_text("[1]\n")
+    (test_inputs / "test_x.json").write_text("HIDDEN-TEST-INPUT\n")
+    test = make_job(tmp_path, "import sys; print(open(sys.argv[1] + '/test_x.json').read().strip())",
+                    str(test_inputs), name="test", readonly=(public, test_inputs), public=(public,))
+    search = """
+        import os
+        found = []
+        for base, dirs, files in os.walk("/__researchbench"):  # every Volume the job has mounted
+            for name in files:
+                try:
+                    if b"HIDDEN-TEST-INPUT" in open(os.path.join(base, name), "rb").read():
+                        found.append(os.path.join(base, name))
+                except OSError:
+                    pass
+        print(found)
+    """
+    val = make_job(tmp_path, search, name="val", readonly=(public,), public=(public,), hidden=(test_inputs,))
+    try:
+        tested, test_out, test_err = run(ex, test)
+        searched, val_out, val_err = run(ex, val)
+    finally:
+        ex.shutdown()
+    assert tested.ok and test_out == "HIDDEN-TEST-INPUT\n", test_err
+    assert searched.ok and val_out == "[]\n", f"a validation job read the hidden test inputs: {val_out} {val_err}"
+    test_box, val_box = client.sandboxes
+    assert set(test_box.kwargs["volumes"]) == {DATA_MOUNT, PRIVATE_MOUNT}
+    assert all(v.read_only for v in test_box.kwargs["volumes"].values())
+    assert set(val_box.kwargs["volumes"]) == {DATA_MOUNT}, "a validation job mounts more than the public data"
+    for box in (test_box, val_box):
+        assert not box.kwargs.get("secrets") and not box.kwargs.get("env"), "a job sandbox was given secrets"
+    assert len(client.ephemeral) == 1 and client.ephemeral[0].deleted, "the test job's Volume outlived it"
+    shared = client.volumes["researchbench-data"].dir
+    assert not any(b"HIDDEN" in p.read_bytes() for p in shared.rglob("*") if p.is_file())
 
 
 @needs_bwrap
@@ -176,10 +219,12 @@ def test_real_modal_objects_offline(tmp_path: Path) -> None:
     ex = ModalExecutor(ModalExecutorConfig(gpu="A100-80GB", extra_pip=["tenacity"]), client=modal)
     ex._app = modal.App("researchbench-test")  # App.lookup would contact Modal: never in tests
     ex._image_spec = image_spec((Requirement("numpy>=1.25"), Requirement("torch", no_deps=True)), ["tenacity"])
-    data = tmp_path / "data"
+    data, test_inputs = tmp_path / "data", tmp_path / "test_inputs"
     data.mkdir()
-    job = make_job(tmp_path, "print(1)", readonly=(data,), gpus=1, timeout_s=100)
-    args = ex.sandbox_args(job)
+    test_inputs.mkdir()
+    job = make_job(tmp_path, "print(1)", readonly=(data, test_inputs), public=(data,), gpus=1, timeout_s=100)
+    own = modal.Volume.from_name("a-job-volume")  # what Volume.ephemeral() yields needs a server to make
+    args = ex.sandbox_args(job, own)
     accepted = inspect.signature(modal.Sandbox.create).parameters
     assert set(args) <= set(accepted), set(args) - set(accepted)
     assert isinstance(args["image"], modal.Image) and isinstance(args["app"], modal.App)
@@ -191,7 +236,10 @@ def test_real_modal_objects_offline(tmp_path: Path) -> None:
     assert f"RUN python -m pip install numpy=={numpy} tenacity=={tenacity}" in steps
     assert any(s.startswith("RUN python -m pip install torch==") and s.endswith("--no-deps") for s in steps)
     assert args["gpu"] == "A100-80GB" and args["block_network"] is True and args["timeout"] == 700
-    assert isinstance(args["volumes"]["/__researchbench/data"], modal.Volume)
+    assert set(args["volumes"]) == {DATA_MOUNT, PRIVATE_MOUNT}
+    assert all(isinstance(v, modal.Volume) for v in args["volumes"].values())
+    ephemeral = inspect.signature(modal.Volume.ephemeral).parameters.values()  # called with no arguments
+    assert all(p.default is not p.empty for p in ephemeral if p.name != "cls") and callable(own.batch_upload)
     ex.cfg.gpu = None  # no executor setting: the task's resources.gpu_type, else A100
     assert ex.sandbox_args(make_job(tmp_path, "", name="l4", gpus=2, gpu_type="L4"))["gpu"] == "L4:2"
     assert ex.sandbox_args(make_job(tmp_path, "", name="any", gpus=1))["gpu"] == "A100"
@@ -263,6 +311,14 @@ def test_run_on_modal_scores_locally_and_never_uploads_labels(toy, tmp_path: Pat
     uploaded = [p for p in (tmp_path / "standin0").rglob("*") if p.is_file() and not p.is_symlink()]
     assert uploaded and not any(p.read_bytes() in secrets for p in uploaded), "labels reached the sandbox"
     assert not any(str(labels) in " ".join(e) for sb in standin.sandboxes for e in sb.execs)
+    # per phase: only the final tests mount a Volume of their own (the test inputs), deleted after them
+    private = [sb for sb in standin.sandboxes if PRIVATE_MOUNT in sb.kwargs.get("volumes", {})]
+    assert len(private) == final_tests and len(standin.ephemeral) == final_tests
+    assert all(v.deleted for v in standin.ephemeral)
+    assert all(set(sb.kwargs["volumes"]) == {DATA_MOUNT} for sb in standin.sandboxes if sb not in private)
+    hidden_inputs = {p.read_bytes() for p in toy.test_inputs_dir.rglob("*") if p.is_file()}
+    shared = standin.volumes["researchbench-data"].dir
+    assert hidden_inputs and not any(p.read_bytes() in hidden_inputs for p in shared.rglob("*") if p.is_file())
     tags = {sb.kwargs["tags"]["researchbench-run"] for sb in standin.sandboxes}
     assert len(tags) == 1
     # the same command again: a finished run is a no-op and creates no sandbox
@@ -354,3 +410,50 @@ def test_downloads_are_parsed_as_hostile(tmp_path: Path) -> None:
     deep = "/".join(["d"] * (MAX_DEPTH + 2))
     assert "deeper" in unpack(archive((f"{rel}/{deep}/x", None, b"")), [root]).violation
     assert "unreadable" in unpack(b"not a tar" * 100, [root]).violation
+
+
+@pytest.mark.parametrize("command", [
+    ("agent=optuna", "task=toy", "executor=modal"),
+    ("-m", "hydra/launcher=modal", "agent=optuna", "task=toy", "seed=0,1"),
+])
+def test_rejected_or_unreachable_credentials_fail_fast_with_one_line(toy, tmp_path: Path, command: tuple[str, ...],
+                                                                      no_modal_credentials: None) -> None:
+    """A fake token against a server that never answers: Modal's client would retry for a minute or more;
+    one bounded hello ends the command first, before any job or run dir, with a line naming the fix."""
+    import socket
+
+    from conftest import run_cli
+
+    with socket.socket() as silent:  # accepts connections and never answers, like a hung API
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        env = {"MODAL_TOKEN_ID": "ak-fake", "MODAL_TOKEN_SECRET": "as-fake",
+               "MODAL_SERVER_URL": f"http://127.0.0.1:{silent.getsockname()[1]}"}
+        proc = run_cli(*command, f"results_dir={tmp_path / 'results'}", env=env)
+    who = "hydra/launcher=modal" if "-m" in command else "executor=modal"
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {who}: Modal credentials rejected or unreachable (no answer in 5 s): run `modal token new` "
+        "(or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET), and check the network"], proc.stderr
+    assert not list(tmp_path.rglob("journal.jsonl"))
+
+
+def test_a_rejected_token_is_named_in_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What Modal answers a bad token with (AuthError) reaches the user's line, first line only."""
+    from types import SimpleNamespace
+
+    import modal
+    from modal.exception import AuthError
+
+    from benchmark.executors.modal_image import modal_unreachable_problem
+
+    async def reject(server_url: str, credentials: tuple[str, str]) -> None:
+        assert credentials == ("ak-fake", "as-fake")
+        raise AuthError("Token ID is malformed.\nmore detail")
+
+    monkeypatch.setenv("MODAL_TOKEN_ID", "ak-fake")
+    monkeypatch.setenv("MODAL_TOKEN_SECRET", "as-fake")
+    monkeypatch.setattr(modal.Client, "verify", SimpleNamespace(aio=reject))
+    assert modal_unreachable_problem(modal, "executor=modal") == (
+        "executor=modal: Modal credentials rejected or unreachable (AuthError: Token ID is malformed.): "
+        "run `modal token new` (or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET), and check the network")

@@ -101,6 +101,31 @@ def test_refused_credentials_abort_at_once(toy, tmp_path: Path, monkeypatch) -> 
     assert _aborted(run_dir)[0]["details"]["kind"] == "auth"
 
 
+def test_run_end_hook_hears_of_an_aborted_run(toy, tmp_path: Path, monkeypatch) -> None:
+    """Trackers close their run on an outage too: the hook gets the aborted summary with its cause."""
+    from benchmark.plugins import get_registry, hookimpl
+
+    ended: list[dict] = []
+
+    class Tracker:
+        @hookimpl
+        def researchbench_on_run_end(self, summary, run):
+            ended.append({"status": summary["status"], "cause": summary.get("abort_cause"), **run})
+
+    registry = get_registry()
+    registry.pm.register(Tracker(), name="end-tracker")
+    monkeypatch.setenv("STUB_KEY", "wrong")
+    try:
+        with StubLLMServer() as server:
+            server.always(UNAUTHORIZED)
+            with pytest.raises(InfrastructureFailure):
+                run_inprocess(*_stub_llm(server.url), "llm.api_key_env=STUB_KEY", f"results_dir={tmp_path}")
+    finally:
+        registry.pm.unregister(name="end-tracker")
+    assert [(e["status"], e["task"]) for e in ended] == [("aborted", "toy")]
+    assert "refused the credentials" in ended[0]["cause"]
+
+
 def test_outage_with_two_steps_in_flight_records_neither(toy, tmp_path: Path) -> None:
     with StubLLMServer() as server:
         server.always(UNAVAILABLE)

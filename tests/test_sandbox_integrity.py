@@ -323,7 +323,8 @@ def test_evaluator_runs_sandboxed_without_secrets(probe_task, tmp_path: Path, mo
     if sandboxed:
         assert outcome.metrics["reads_shadow"] == 0.0 and outcome.metrics["sees_job_output"] == 0.0
         if os.geteuid() == 0:
-            assert outcome.metrics["uid"] == 65534.0
+            cfg = LocalExecutorConfig()  # each job, the evaluator too, runs as a uid of its own from this range
+            assert cfg.job_uid <= outcome.metrics["uid"] < cfg.job_uid + cfg.job_uid_count
     assert not (tmp_path / "results" / "scratch" / "0001").exists()
 
 

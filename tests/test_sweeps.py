@@ -3,6 +3,7 @@ Modal launchers on two short runs, resume of a partly finished sweep, the closin
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -124,7 +125,8 @@ def test_modal_launcher_on_the_stand_in(toy, tmp_path: Path) -> None:
     if BWRAP is None:
         pytest.skip("the stand-in needs a working bubblewrap")
     proc = run_cli("-m", "hydra/launcher=modal", "hydra.launcher.client=tests.modal_standin:from_env",
-                   f"hydra.launcher.remote_python={sys.executable}", "agent=optuna", "task=toy", "budget.steps=1",
+                   f"hydra.launcher.remote_python={sys.executable}", "hydra.launcher.agent_code_in_run=true",
+                   "agent=optuna", "task=toy", "budget.steps=1",
                    f"results_dir={tmp_path / 'results'}", "quiet=true", "seed=0,1",
                    env={"RESEARCHBENCH_STANDIN_ROOT": str(tmp_path / "standin")})
     assert proc.returncode == 0, proc.stderr
@@ -132,5 +134,8 @@ def test_modal_launcher_on_the_stand_in(toy, tmp_path: Path) -> None:
     assert [r[2] for r in rows] == ["0", "1"] and all(r[4] != "-" for r in rows)
     # the runs happened in the stand-in's containers and their run dirs came back
     assert len(list((tmp_path / "standin").glob("*/sandboxes/*"))) == 2
-    assert len(list((tmp_path / "results").glob("optuna/toy/*/summary.json"))) == 2
+    summaries = list((tmp_path / "results").glob("optuna/toy/*/summary.json"))
+    assert len(summaries) == 2
+    # agent code in the run's own sandbox was allowed knowingly; its sandbox was pinned to bubblewrap
+    assert all(json.loads(p.read_text())["sandbox"] == "bwrap" for p in summaries)
     assert list((tmp_path / "results").glob(".multirun/*/0/run.log"))

@@ -1,7 +1,10 @@
 """What every executor backend accepts and returns: a sandboxed command and its outcome.
 
-Paths inside the sandbox equal host paths (each mount binds a path onto itself), so a job reads the
-same on every backend, including the explicit `sandbox: none` fallback.
+Paths. A job may give its dirs fixed in-sandbox places (`Job.places`, e.g. the code dir at /job/code):
+a backend that honours them (the local bubblewrap sandbox) shows the job only those paths and puts
+the host paths in its argv in their places, so nothing about the host leaks into the job, its
+output, or prompts built from it. Elsewhere (no places, `sandbox: none`, Modal) paths inside the
+sandbox equal host paths.
 
 Time limits. A backend that can account a job's CPU time (the local one) applies `Job.timeout_s` to
 the CPU time of the whole job (every process and thread, summed) for jobs without GPUs, so a job
@@ -35,6 +38,8 @@ class Job:
     stderr_path: Path
     timeout_s: float  # the time limit: CPU seconds of the whole job, or wall-clock seconds (module docstring)
     readonly: tuple[Path, ...] = ()  # extra host paths made visible read-only (data dirs)
+    public: tuple[Path, ...] = ()  # those of `readonly` every job of every run may see (public data): a remote
+    # backend may cache them across jobs; any other read-only path reaches this job only (test inputs)
     writable: tuple[Path, ...] = ()  # extra host paths made writable (e.g. an output dir)
     env: dict[str, str] = field(default_factory=dict)  # added to a minimal clean environment
     limits: Limits = Limits()
@@ -47,6 +52,9 @@ class Job:
     masked: tuple[Path, ...] = ()  # covered by an empty dir or file should a bound system dir contain them
     groups: tuple[int, ...] = ()  # extra groups of the unprivileged job user (e.g. to read labels)
     local_only: bool = False  # must run on this machine (the evaluator: it reads the hidden labels)
+    # (host dir, fixed path inside the sandbox); a relocating backend needs a place under /job for the
+    # workdir and every writable dir, which then live on a filesystem capped at disk_bytes
+    places: tuple[tuple[Path, str], ...] = ()
 
 
 CPU, WALL = "cpu", "wall"  # JobResult.clock: what the job's timeout_s limited

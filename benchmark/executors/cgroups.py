@@ -18,12 +18,13 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import signal
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
+
+from benchmark.executors.kill_loop import kill_until_gone
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +178,11 @@ class JobCgroup:
         for fd in self._fds:
             os.write(fd, b"0")
 
+    @property
+    def limits_pids(self) -> bool:
+        """Whether pids.max bounds the job (a v1 host may lack the pids hierarchy, or not let us write it)."""
+        return any((d / "pids.max").is_file() for d in self.dirs)
+
     def cpu_seconds(self) -> Optional[float]:
         """CPU time of every process that was ever in the cgroup; None when it does not account CPU."""
         if self._cpu_file is None:
@@ -211,20 +217,10 @@ class JobCgroup:
                         _write(d / knob, value)
                     except OSError:
                         pass
-        deadline = time.monotonic() + timeout_s
-        while True:
-            members = self.pids()
-            if not members:
-                return True
-            if time.monotonic() > deadline:
-                log.warning("cgroup %s still has processes after kill: %s", self.dirs, members)
-                return False
-            for pid in members:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.01)
+        left = kill_until_gone(self.pids, timeout_s)
+        if left:
+            log.warning("cgroup %s still has processes after kill: %s", self.dirs, left)
+        return not left
 
     def remove(self) -> None:
         """Close our handles and delete the directories (retrying while members finish dying)."""

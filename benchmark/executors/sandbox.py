@@ -4,7 +4,8 @@ The sandbox is an allowlist: only what a Python program needs (system dirs, a fe
 /etc, the interpreter's prefixes) is bound read-only, plus the job's own paths. Everything else on
 the host, in particular hidden test data, the results and the evaluator, is simply absent inside it;
 a task folder that happens to live inside a bound dir (a task installed into site-packages) is
-covered by an empty tmpfs. Paths inside equal host paths. When the harness is root, the job itself
+covered by an empty tmpfs. Paths inside equal host paths, unless the job gives its dirs fixed places
+(`Job.places`, job_fs.py). When the harness is root, the job itself
 runs as an unprivileged uid (see `LAUNCHER`); docs/security.md states the whole threat model.
 """
 
@@ -23,6 +24,7 @@ from typing import Optional
 
 from benchmark.errors import UserError
 from benchmark.executors.base import Job
+from benchmark.executors.job_fs import JOB_ROOT, STAGE_ROOT, job_places, place_of
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +217,8 @@ class SandboxLayout:
     network: bool = False
     tmpfs_bytes: Optional[int] = None
     run_as: Optional[RunAs] = None  # set when the harness is root: the job drops to this identity
+    places: dict[str, str] = field(default_factory=dict)  # host dir -> fixed path inside (job_fs.py)
+    job_fs_bytes: int = 0  # with places: the size of the tmpfs at JOB_ROOT that holds the writable ones
 
     def _add_readonly(self, path: str) -> None:
         """Bind a host path read-only unless it is missing or already visible through another."""
@@ -227,11 +231,17 @@ class SandboxLayout:
             return
         self.readonly = [d for d in self.readonly if not _is_under(d, path)] + [path]
 
-    def argv(self, bwrap: str, workdir: Path) -> list[str]:
+    def argv(self, bwrap: str, workdir: Path, seccomp_fd: Optional[int] = None,
+             entry: Optional[list[str]] = None) -> list[str]:
+        """bwrap's command line up to the job's argv. `seccomp_fd`: a readable fd holding the filter of
+        `no_userns` (inherited by bwrap); `entry` starts the job inside (default: the launcher that
+        drops to `run_as`, if any)."""
         args = [bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         if not self.network:
             args.append("--unshare-net")
         args += ["--die-with-parent", "--new-session", *_cap_drop(self.run_as is not None)]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
         args += ["--dev", "/dev"]
         for dev in self.devices:
             args += ["--dev-bind", dev, dev]
@@ -252,28 +262,52 @@ class SandboxLayout:
             mounted.append(path)
         for path in self.masks:  # a dir is covered by an empty tmpfs, a file by an empty one
             args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
-        for path, writable in self.job_binds:
-            args += self._parents(path, made, mounted) + ["--bind" if writable else "--ro-bind", path, path]
-            mounted.append(path)
+        if self.places:
+            args += self._relocated(made, mounted)
+        else:
+            for path, writable in self.job_binds:
+                args += self._parents(path, made, mounted) + ["--bind" if writable else "--ro-bind", path, path]
+                mounted.append(path)
         # The dirs made above live on bwrap's root tmpfs: they must not be a place to write either.
-        args += ["--remount-ro", "/", "--chdir", str(workdir), "--"]
-        if self.run_as is not None:
+        args += ["--remount-ro", "/", "--chdir", place_of(str(workdir), self.places), "--"]
+        if entry is not None:
+            args += entry
+        elif self.run_as is not None:
             args += self.run_as.launcher_argv()
+        return args
+
+    def _relocated(self, made: set[str], mounted: list[str]) -> list[str]:
+        """The job's dirs in their places: writable ones as empty dirs on one capped tmpfs (the
+        supervisor copies the host's content in from a read-only staging bind), the rest bound."""
+        args = ["--perms", "0777", "--size", str(self.job_fs_bytes), "--tmpfs", JOB_ROOT]
+        made.add(JOB_ROOT)
+        for path, writable in sorted(self.job_binds, key=lambda b: len(Path(place_of(b[0], self.places)).parts)):
+            inside = place_of(path, self.places)
+            if writable:
+                args += self._parents(inside, made, mounted, "0777") + ["--perms", "0777", "--dir", inside]
+                made.add(inside)
+                stage = STAGE_ROOT + inside
+                args += self._parents(stage, made, mounted) + ["--ro-bind", path, stage]
+                mounted.append(stage)
+            else:
+                perms = "0777" if _is_under(inside, JOB_ROOT) else "0755"
+                args += self._parents(inside, made, mounted, perms) + ["--ro-bind", path, inside]
+                mounted.append(inside)
         return args
 
     def _size(self) -> list[str]:
         return ["--size", str(self.tmpfs_bytes)] if self.tmpfs_bytes is not None else []
 
     @staticmethod
-    def _parents(path: str, made: set[str], mounted: list[str]) -> list[str]:
+    def _parents(path: str, made: set[str], mounted: list[str], perms: str = "0755") -> list[str]:
         """Create the missing parents of a mount point world-searchable (bwrap would make them 0700,
-        which an unprivileged job user could not traverse)."""
+        which an unprivileged job user could not traverse); on the job's tmpfs, writable by it."""
         args: list[str] = []
         for parent in reversed(Path(path).parents):
             name = str(parent)
             if name in made or any(_is_under(name, root) for root in mounted):
                 continue
-            args += ["--perms", "0755", "--dir", name]
+            args += ["--perms", perms, "--dir", name]
             made.add(name)
         return args
 
@@ -312,9 +346,15 @@ def sandbox_layout(
     dev_dir: Path = Path("/dev"),
     tmpfs_bytes: Optional[int] = None,
     run_as: Optional[RunAs] = None,
+    relocate: bool = False,
 ) -> SandboxLayout:
-    """The allowlist for one job: system, interpreter, the job's paths, GPUs if it asked for any."""
+    """The allowlist for one job: system, interpreter, the job's paths, GPUs if it asked for any.
+
+    `relocate` puts the job's dirs in their `Job.places`, the writable ones on a tmpfs of
+    `Job.disk_bytes` (job_fs.py); otherwise every path is bound onto itself."""
     layout = SandboxLayout(network=job.network, tmpfs_bytes=tmpfs_bytes, run_as=run_as)
+    if relocate:
+        layout.places, layout.job_fs_bytes = job_places(job), int(job.disk_bytes or 0)
     for path in dict.fromkeys([*SYSTEM_DIRS, *sorted(glob.glob("/lib*")), *ETC_FILES, *python_dirs()]):
         layout._add_readonly(path)
     if job.gpus > 0:

@@ -1,4 +1,4 @@
-"""FARBench's six capability diagnostics and a regime per run (reference: benchmarks.md §1.5-1.6, 1.10).
+"""FARBench's six capability diagnostics and a regime per run (as the FARBench paper defines them).
 
 A run's evaluations are its executed search nodes in arrival order, scored by their validation
 metric (what the agent saw) on the task's floor/target scale. Time fraction of evaluation i:

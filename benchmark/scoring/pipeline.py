@@ -14,6 +14,7 @@ from typing import Callable
 import pandas as pd
 
 from benchmark.errors import UserError
+from benchmark.inert_text import csv_safe, inert
 from benchmark.scoring import comparisons, keys, tables
 from benchmark.scoring.normalize import HEADLINE_WHY
 from benchmark.scoring.runs import RunRecord
@@ -156,14 +157,14 @@ def score(options: Options, say: Callable[[str], None]) -> dict[str, pd.DataFram
         say(f"note: {note}")
     out.mkdir(parents=True, exist_ok=True)
     for name, table in results.items():
-        table.to_csv(out / f"{name}.csv", index=name in INDEXED)
+        csv_safe(table).to_csv(out / f"{name}.csv", index=name in INDEXED)  # agent text: no formulas
     md = [f"# Scores ({len(runs)} runs scored, {len(chosen.not_scored)} not scored)", "", HEADLINE_WHY, "",
           *(f"- note: {n}" for n in notes), ""]
     for name, heading, why in sections(options):
         if name in results and name != "runs":
             md += [f"## {heading}", "", why, "", markdown(results[name], index=name in INDEXED)
                    if len(results[name]) else "(none)", ""]
-    (out / "tables.md").write_text("\n".join(md))
+    (out / "tables.md").write_text(inert("\n".join(md)))
     plots = _plots(runs, df, say) if options.plots else []
     plot_dir = out / "plots"
     for i, (name, png) in enumerate(plots):

@@ -2,7 +2,8 @@
 tree, every node's plan, analysis, diff, metrics, output, prompts and replies, the best solution).
 
 Pages open offline from disk: styles inline, plots as data: URIs, no scripts at all. Everything shown
-comes from runs of hostile agent code, so every string is HTML-escaped, and a Content-Security-Policy
+comes from runs of hostile agent code, so every string is made inert (no NUL, ESC or other control
+characters, benchmark/inert_text.py) and HTML-escaped, and a Content-Security-Policy
 forbids scripts and remote loads outright, so even a missed escape could not run code or phone home.
 """
 
@@ -14,6 +15,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from benchmark.inert_text import inert, map_text
 from benchmark.journal import Node
 from benchmark.scoring.runs import RunRecord, is_ok
 
@@ -36,7 +38,7 @@ img{max-width:100%;border:1px solid #eee}.wrap{overflow-x:auto}
 
 
 def esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    return html.escape(inert(value), quote=True)
 
 
 def page(title: str, body: str) -> str:
@@ -52,9 +54,9 @@ def pre(text: str, limit: int = TEXT_LIMIT) -> str:
 
 
 def table(df: pd.DataFrame, index: bool = False) -> str:
-    mixed = df.select_dtypes(include="object").columns  # e.g. a domain score or "incomplete"
-    df = df.assign(**{c: df[c].map(lambda v: f"{v:.4g}" if isinstance(v, float) and math.isfinite(v) else v)
-                      for c in mixed})
+    # text cells and labels made inert; floats in mixed columns (a domain score or "incomplete") formatted
+    df = map_text(df, lambda v: f"{v:.4g}" if isinstance(v, float) and math.isfinite(v)
+                  else inert(v) if isinstance(v, str) else v)
     return "<div class='wrap'>" + df.to_html(index=index, escape=True, na_rep="–", float_format=lambda v: f"{v:.4g}",
                                              border=0) + "</div>"
 

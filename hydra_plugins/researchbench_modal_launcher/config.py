@@ -18,6 +18,7 @@ class ModalLauncherConf:
     python_version: Optional[str] = None  # default: this machine's major.minor
     remote_python: str = "python"
     extra_env: List[str] = field(default_factory=list)  # more variables to pass on (LLM keys are by default)
+    agent_code_in_run: bool = False  # allow executor=local: agent code beside the run's LLM keys and labels
     client: Optional[str] = None  # "module:function" returning a modal-compatible client; tests only
 
 
