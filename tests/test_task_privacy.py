@@ -1,159 +1,238 @@
-"""The privacy task: the harness-owned driver owns DP-SGD and the accountant; the agent's recipe is
-validated; a run over the budget predicts nothing; the evaluator on hostile input; the floor.
+"""The privacy task (membership inference): the split, nothing agent-visible that encodes membership, the
+evaluator's TPR at low FPR and its floor, hostile scores, the driver's checks of what the attack returns.
 
-Phases run through the real sandbox and evaluator; the baseline's reproduction is slow-marked.
+Drivers run as plain subprocesses from a copy of the pristine baseline; the sandboxed baseline record is
+slow-marked (tests/test_task_references.py runs the reference).
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from task_testkit import (evaluate_ok, evaluator_module, overlay, prepare_task, rejects_inprocess, run_sandboxed,
-                          task_dir, task_module)
+from conftest import HANG_TIMEOUT_S
+from tests.task_helpers import (REPO, code_copy, evaluator_module, prepare_again, prepared_digest, prepared_task,
+                                run_driver, run_evaluator, sandboxed_phase)
 
-NAME = "privacy"
+TASK = "privacy"
+TASK_DIR = REPO / "ml_tasks" / TASK
+WORLDS = {"val": "public_dir", "test": "test_inputs_dir"}
 
 
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory):
-    return prepare_task(NAME, tmp_path_factory.mktemp("priv-ws"))
+def prepared(workspace_root):
+    return prepared_task(TASK)
 
 
-def _digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            h.update(str(path.relative_to(folder)).encode() + path.read_bytes())
-    return h.hexdigest()
+@pytest.fixture(scope="module")
+def ev():
+    return evaluator_module(TASK)
 
 
-def _driver_module():
-    spec = importlib.util.spec_from_file_location("privacy_driver", task_dir(NAME) / "baseline" / "driver.py")
+def harness_module(name: str):
+    """A harness-owned module of the baseline (target_model, numerics) under a unique name."""
+    spec = importlib.util.spec_from_file_location(f"privacy_{name}", TASK_DIR / "baseline" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def test_prepare_is_deterministic_and_splits_are_disjoint(prepared, tmp_path):
-    privacy_prepare = task_module(NAME, "prepare")
-
-    privacy_prepare.main(["--out", str(tmp_path / "again")])
-    for part in ("public", "test_inputs", "labels"):
-        assert _digest(tmp_path / "again" / part) == _digest(prepared.root / part)
-    frames = [pd.read_csv(prepared.public_dir / "train.csv"), pd.read_csv(prepared.public_dir / "val_inputs.csv"),
-              pd.read_csv(prepared.test_inputs_dir / "test_inputs.csv")]
-    assert [len(f) for f in frames] == [1078, 359, 360]
-    assert "label" in frames[0].columns and not any("label" in f.columns for f in frames[1:])
-    ids = [set(f["id"]) for f in frames]
-    assert not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
+def load(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as data:
+        return {k: data[k] for k in data.files}
 
 
-def test_floor_is_the_majority_digit_and_the_untrained_overlay_does_not_beat_it(prepared, tmp_path):
+def world(prepared, phase: str) -> tuple[dict, dict, np.ndarray]:
+    """(target weights, candidates, membership in candidate order) of one world."""
+    folder = getattr(prepared, WORLDS[phase])
+    candidates = load(folder / "candidates.npz")
+    labels = pd.read_csv(prepared.labels_dir / f"{phase}_membership.csv")
+    assert labels["id"].tolist() == candidates["id"].tolist()
+    return load(folder / "target_model.npz"), candidates, labels["member"].to_numpy(bool)
+
+
+def rows(x: np.ndarray) -> set[bytes]:
+    return {r.tobytes() for r in x}
+
+
+@pytest.mark.slow  # prepare trains two target models (about 3 s of CPU); run twice here
+def test_prepare_is_deterministic(prepared, tmp_path: Path) -> None:
+    assert prepare_again(prepared, tmp_path / "again") == prepared_digest(prepared)
+
+
+def test_files_and_the_split(prepared) -> None:
+    assert sorted(p.name for p in prepared.public_dir.iterdir()) == ["aux.npz", "candidates.npz", "target_model.npz"]
+    assert sorted(p.name for p in prepared.test_inputs_dir.iterdir()) == ["candidates.npz", "target_model.npz"]
+    aux = load(prepared.public_dir / "aux.npz")
+    assert sorted(aux) == ["x", "y"] and aux["x"].shape == (597, 100)
+    (_, val, _), (_, test, _) = world(prepared, "val"), world(prepared, "test")
+    for candidates in (val, test):
+        assert sorted(candidates) == ["id", "x", "y"] and candidates["x"].shape == (600, 100)
+        assert not rows(candidates["x"]) & rows(aux["x"])  # no candidate is in the auxiliary pool
+    assert not rows(val["x"]) & rows(test["x"]) and not set(val["id"]) & set(test["id"])
+    assert len(rows(aux["x"]) | rows(val["x"]) | rows(test["x"])) == 1797  # every digit used exactly once
+
+
+@pytest.mark.parametrize("phase", ["val", "test"])
+def test_nothing_agent_visible_encodes_membership(prepared, ev, phase: str) -> None:
+    """Half are members, balanced within every class; the file is in id order and the ids carry no signal;
+    the weights file holds nothing but the four weight arrays."""
+    target, candidates, member = world(prepared, phase)
+    assert member.sum() == 300 and len(member) == 600
+    for digit in range(10):
+        in_class = member[candidates["y"] == digit]
+        assert abs(2 * in_class.sum() - len(in_class)) <= 1, digit
+    assert np.all(np.diff(candidates["id"]) > 0)
+    assert abs(ev.score(member, candidates["id"].astype(float))["auc"] - 0.5) < 0.06
+    assert {k: v.shape for k, v in target.items()} == {"w1": (100, 128), "b1": (128,), "w2": (128, 10), "b2": (10,)}
+
+
+REFIT = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import numerics
+numerics.pin()  # the numerics prepare trained with: one thread, portable kernels
+import importlib.util
+import numpy as np
+import pandas as pd
+import target_model
+spec = importlib.util.spec_from_file_location("privacy_prepare", sys.argv[2])
+prepare = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(prepare)
+phase, folder, labels = sys.argv[3], sys.argv[4], sys.argv[5]
+candidates, target = np.load(f"{folder}/candidates.npz"), np.load(f"{folder}/target_model.npz")
+member = pd.read_csv(f"{labels}/{phase}_membership.csv")["member"].to_numpy(bool)
+refit = target_model.train(candidates["x"][member], candidates["y"][member], prepare.target_states()[phase])
+print("same" if all(np.array_equal(refit[k], target[k]) for k in target_model.SHAPES) else "differs")
+"""
+
+
+@pytest.mark.parametrize("phase", ["val", "test"])
+def test_each_target_is_the_recipe_fitted_on_exactly_its_members(prepared, phase: str) -> None:
+    """Refitting target_model.train on exactly the members, with the world's secret state and the pinned
+    numerics, gives the published weights bit for bit; the target remembers its members."""
+    result = subprocess.run([sys.executable, "-c", REFIT, str(TASK_DIR / "baseline"), str(TASK_DIR / "prepare.py"),
+                             phase, str(getattr(prepared, WORLDS[phase])), str(prepared.labels_dir)],
+                            capture_output=True, text=True, timeout=HANG_TIMEOUT_S)
+    assert result.stdout.strip() == "same", result.stderr
+    target, candidates, member = world(prepared, phase)
+    correct = harness_module("target_model").logits(target, candidates["x"]).argmax(axis=1) == candidates["y"]
+    assert correct[member].all() and correct[~member].mean() < 0.8
+
+
+def test_numerics_must_be_pinned_before_numpy_loads() -> None:
+    with pytest.raises(RuntimeError, match="before numpy is imported"):
+        harness_module("numerics").pin()
+
+
+def test_floor_is_chance_and_constant_or_random_scores_stay_there(prepared, ev) -> None:
     spec = prepared.spec
-    labels = pd.read_csv(prepared.labels_dir / "test_labels.csv")
-    assert spec.metric.floor == pytest.approx(labels["label"].value_counts(normalize=True).max())
-    outcome, _ = run_sandboxed(prepared, overlay(spec, "checks/untrained"), "test", tmp_path)
-    assert outcome.ok, outcome.bug_reason
-    assert not spec.metric.better(outcome.primary, spec.metric.floor)
+    for phase in ("val", "test"):
+        _, _, member = world(prepared, phase)
+        constant = ev.score(member, np.zeros(len(member)))
+        assert constant["tpr_at_10pct_fpr"] == pytest.approx(spec.metric.floor, abs=1e-12) and constant["auc"] == 0.5
+        rng = np.random.default_rng(0)
+        random = [ev.score(member, rng.random(len(member)))["tpr_at_10pct_fpr"] for _ in range(50)]
+        assert abs(np.mean(random) - spec.metric.floor) < 0.02
+        assert ev.score(member, member.astype(float))["tpr_at_10pct_fpr"] == 1.0
+        assert ev.score(member, -member.astype(float))["tpr_at_10pct_fpr"] == 0.0
 
 
-@pytest.mark.parametrize("recipe, reason", [
-    ({"epsilon": 100.0}, "unknown key 'epsilon'"),
-    ({"noise_multiplier": 0.0}, "unknown key 'noise_multiplier'"),
-    ({"epochs": 1000}, "epochs=1000 is not allowed"),
-    ({"batch_size": 5000}, "batch_size=5000 is not allowed"),
-    ({"max_grad_norm": 0}, "max_grad_norm=0.0 is not allowed"),
-    ({"hidden": [100000]}, "hidden=[100000] is not allowed"),
-    ({"lr": True}, "lr=True is not allowed"),
-    ("[1, 2]", "must hold a JSON object"),
-    ("{oops", "not valid JSON"),
-], ids=["epsilon", "noise", "epochs", "batch", "clip", "width", "bool", "list", "json"])
-def test_the_recipe_cannot_touch_the_privacy_parameters(recipe, reason, tmp_path):
-    """Validation is strict and happens before any data is read: an out-of-range or unknown key fails."""
-    driver = _driver_module()
-    path = tmp_path / "recipe.json"
-    path.write_text(recipe if isinstance(recipe, str) else json.dumps(recipe))
-    with pytest.raises(driver.DriverError, match=reason.replace("[", r"\[").replace("]", r"\]")):
-        driver.read_recipe(path)
-
-
-def test_only_the_recipe_is_editable(prepared, tmp_path):
-    """Agent code cannot be placed next to the data: the harness refuses to write any other file."""
-    assert prepared.spec.editable == ("recipe.json",)
-    from benchmark.experiment import materialize
-
-    for rel in ("driver.py", "model.py", "sitecustomize.py"):
-        with pytest.raises(ValueError, match="non-editable"):
-            materialize(prepared, {rel: "print('hi')"}, tmp_path / "code")
-
-
-def test_training_is_accounted_and_a_run_over_budget_predicts_nothing(prepared, tmp_path, monkeypatch):
-    """A cheap recipe trains within the budget (the accountant's epsilon <= 3, calibrated noise > 0);
-    when the accountant reports more than the budget, the driver refuses and writes no predictions."""
-    driver = _driver_module()
-    train = pd.read_csv(prepared.public_dir / "train.csv")
-    x, y = train[[f"p{i}" for i in range(64)]].to_numpy(np.float32), train["label"].to_numpy()
-    recipe = driver.read_recipe(_write(tmp_path / "r.json", {"epochs": 2, "batch_size": 256, "lr": 1.0}))
-    _, report = driver.train_private(recipe, x, y, seed=0)
-    assert report["epsilon_spent"] <= driver.EPSILON and report["noise_multiplier"] > 1.0
-    assert report["steps"] >= 4 and report["sample_rate"] == pytest.approx(1 / 5)  # opacus: 1 / ceil(1078 / 256)
-
-    from opacus import PrivacyEngine
-
-    monkeypatch.setattr(PrivacyEngine, "get_epsilon", lambda self, delta: driver.EPSILON + 0.01)
-    with pytest.raises(driver.DriverError, match="refusing to predict"):
-        driver.train_private(recipe, x, y, seed=0)
-
-
-def _write(path: Path, payload: dict) -> Path:
-    path.write_text(json.dumps(payload))
-    return path
+def test_tpr_at_fpr_by_hand(ev) -> None:
+    """Ten non-members scored 0..9, ten members: five at 8.5 and five at -1. Flagging 10% of the
+    non-members (the one at 9) catches the five at 8.5: TPR 0.5 at FPR 0.1, the top of that step.
+    Ties between a member and a non-member count as randomly ordered (the line across the tie)."""
+    member = np.array([0] * 10 + [1] * 10, bool)
+    scores = np.concatenate([np.arange(10.0), [8.5] * 5, [-1.0] * 5])
+    metrics = ev.score(member, scores)
+    assert metrics["tpr_at_10pct_fpr"] == 0.5 and metrics["tpr_at_5pct_fpr"] == 0.0
+    tied = np.concatenate([np.arange(10.0), [9.0] * 2, [-1.0] * 8])  # 2 members tied with the top non-member
+    assert ev.score(member, tied)["tpr_at_10pct_fpr"] == pytest.approx(0.2)
+    assert ev.score(member, tied)["tpr_at_5pct_fpr"] == pytest.approx(0.1)
 
 
 @pytest.mark.parametrize("content, reason", [
-    ("id,label\n1,0\n1,0\n", "duplicated"),
-    ("id,label\n1,10\n", "digits 0..9"),
-    ("id,label\n1,-1\n", "digits 0..9"),
-    ("id,label\n1,0.5\n", "integers"),
-    ("id,label\n1,nan\n", "integers"),
-    ("id,digit\n1,0\n", "lacks columns"),
-    ("\x00\xff garbage", None),
+    ("id,score\n{ids0},nan\n", "NaN or infinite"),
+    ("id,score\n{ids0},inf\n", "NaN or infinite"),
+    ("id,score\n{ids0},\n", "missing, NaN or infinite"),
+    ("id,score\n{ids0},x\n", "missing, NaN or infinite"),
+    ("id,score\n{ids0},1\n{ids0},1\n", "duplicated ids"),
+    ("id,score\n{ids0},1\n", "candidate ids are missing"),
+    ("{all}\n999999,1\n", "unknown ids"),
+    ("id,score\n1.5,1\n", "must hold integers"),
+    ("id,member\n{ids0},1\n", "exactly the columns id, score"),
+    ("id,score,extra\n{ids0},1,2\n", "exactly the columns id, score"),
+    ("", "not a readable CSV"),
     (None, "was not written"),
-], ids=["duplicate", "ten", "negative", "float", "nan", "bad-columns", "binary", "no-file"])
-def test_evaluator_rejects_hostile_predictions(prepared, tmp_path, content, reason, capsys):
-    preds = tmp_path / "preds"
-    preds.mkdir()
+], ids=["nan", "inf", "empty", "text", "duplicate", "missing", "unknown", "float-id", "columns", "extra-column",
+        "empty-file", "no-file"])
+def test_evaluator_rejects_hostile_scores(prepared, ev, tmp_path: Path, content, reason: str) -> None:
+    ids = pd.read_csv(prepared.labels_dir / "val_membership.csv")["id"].tolist()
+    folder = tmp_path / "p"
+    folder.mkdir()
     if content is not None:
-        (preds / "predictions.csv").write_text(content)
-    line = rejects_inprocess(evaluator_module(prepared.spec), "val", preds, prepared.labels_dir, tmp_path, capsys)
-    assert reason is None or reason in line, line
+        every = "id,score\n" + "\n".join(f"{i},0.5" for i in ids)
+        (folder / "scores.csv").write_text(content.format(ids0=ids[0], all=every))
+    with pytest.raises(ev.InvalidPredictions, match=re.escape(reason)):
+        ev.evaluate("val", folder, prepared.labels_dir)
+    metrics = tmp_path / "m.json"
+    result = run_evaluator(TASK, "val", folder, prepared.labels_dir, metrics)
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1 and not metrics.exists()
 
 
-def test_evaluator_scores_known_predictions(prepared, tmp_path):
-    labels = pd.read_csv(prepared.labels_dir / "val_labels.csv")
-    pred = labels["label"].to_numpy().copy()
-    pred[:36] = (pred[:36] + 1) % 10
-    preds = tmp_path / "preds"
-    preds.mkdir()
-    pd.DataFrame({"id": labels["id"], "label": pred}).sample(frac=1, random_state=0).to_csv(
-        preds / "predictions.csv", index=False)
-    metrics = evaluate_ok(prepared.spec, "val", preds, prepared.labels_dir, tmp_path)
-    assert metrics["accuracy"] == pytest.approx(1 - 36 / len(labels))
+def test_evaluator_rejects_an_oversized_file(prepared, ev, tmp_path: Path) -> None:
+    (tmp_path / "scores.csv").write_text("id,score\n" + "1,0.5\n" * 200_000)
+    with pytest.raises(ev.InvalidPredictions, match="larger than"):
+        ev.evaluate("val", tmp_path, prepared.labels_dir)
+
+
+def test_baseline_driver_writes_one_score_per_candidate(prepared, ev, tmp_path: Path) -> None:
+    code = code_copy(prepared, tmp_path / "code")
+    result = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    written = pd.read_csv(tmp_path / "out" / "scores.csv")
+    assert written["id"].tolist() == world(prepared, "val")[1]["id"].tolist()
+    metrics = ev.evaluate("val", tmp_path / "out", prepared.labels_dir)
+    assert metrics["tpr_at_10pct_fpr"] == pytest.approx(prepared.spec.baseline.val[0], abs=1e-12)
+
+
+@pytest.mark.parametrize("body, reason", [
+    ("return np.zeros(599)", "shape (600,)"),
+    ("return np.full(600, np.nan)", "600 NaN or infinite"),
+    ("return {'a': 1}", "must return"),
+    ("return np.zeros((600, 2))", "shape (600,)"),
+], ids=["short", "nan", "dict", "2d"])
+def test_driver_rejects_what_the_attack_returns(prepared, tmp_path: Path, body: str, reason: str) -> None:
+    attack = f"import numpy as np\ndef attack(target, cx, cy, ax, ay, params, seed):\n    {body}\n"
+    code = code_copy(prepared, tmp_path / "code", {"attack.py": attack})
+    result = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(tmp_path / "out"))
+    assert result.returncode == 1 and reason in result.stderr, result.stderr
+    assert not (tmp_path / "out" / "scores.csv").exists()
+
+
+def test_description_states_the_metric_and_the_recipe() -> None:
+    text = (TASK_DIR / "description.md").read_text()
+    assert "`tpr_at_10pct_fpr`" in text and "higher is better" in text and "120 CPU-seconds" in text
+    assert "200 epochs" in text and "L2 penalty 1e-4" in text  # the target's recipe (target_model.RECIPE)
+    assert "labels/" not in text and "evaluate.py" not in text
 
 
 @pytest.mark.slow
-def test_baseline_reproduces_its_recorded_seed(prepared, tmp_path):
+def test_baseline_reproduces_its_record_and_the_constant_stays_at_the_floor(prepared, tmp_path: Path) -> None:
     spec = prepared.spec
     seed = spec.baseline.seeds[0]
     for phase, recorded in (("val", spec.baseline.val[0]), ("test", spec.baseline.test[0])):
-        outcome, _ = run_sandboxed(prepared, {}, phase, tmp_path, seed=seed)
+        outcome = sandboxed_phase(prepared, phase, seed, tmp_path / phase)
         assert outcome.ok, outcome.bug_reason
-        assert outcome.primary == pytest.approx(recorded, rel=1e-9)
-        assert spec.metric.better(outcome.primary, spec.metric.floor)
+        assert outcome.primary == pytest.approx(recorded, abs=1e-12)
+    for overlay in spec.checks.trivial:
+        trivial = {p.name: p.read_text() for p in (TASK_DIR / overlay).iterdir()}
+        outcome = sandboxed_phase(prepared, "test", seed, tmp_path / overlay, trivial)
+        assert outcome.ok and not spec.metric.better(outcome.primary, spec.metric.floor)

@@ -29,7 +29,6 @@ def test_reference_reaches_the_target_on_every_seed(task_dir: Path, workspace_ro
     assert rows["reference"].status == PASS and report.ok, report.table()
 
 
-@pytest.mark.xfail(strict=False, reason="task references land with issue 16's task work")
 def test_every_builtin_task_declares_a_reference() -> None:
     missing = sorted(d.name for d in TASK_DIRS if d not in WITH_REFERENCE)
     assert not missing, f"built-in tasks without checks.reference: {', '.join(missing)}"

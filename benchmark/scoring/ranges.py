@@ -86,7 +86,6 @@ OUR_ROWS = {
     ("fairness", "dpd_at_floor"): "Fairness_fairlearn",  # demographic-parity difference, worst 1
     ("federated-learning", "accuracy"): "Federated_Learning_PFLlib",
     ("ood-detection", "auroc"): "Robustness_openood",
-    ("privacy", "accuracy"): "Privacy_opacus",  # accuracy under differential privacy
     ("representation-learning", "probe_accuracy"): "Representation_Learning_lightly",
     ("robustness", "robust_accuracy"): "Robustness_and_Reliability_art",
 }
@@ -97,6 +96,10 @@ UNMAPPED = {
     ("fairness", "accuracy_at_parity"): "FML-bench's fairness rows score a parity difference (lower is better, "
                                         "worst 1); fairness 2.x scores the accuracy of decisions that pass a "
                                         "parity audit, a quantity none of its rows measures",
+    ("privacy", "tpr_at_10pct_fpr"): "FML-bench's privacy rows score a DP model's accuracy (opacus) or how "
+                                     "close a defended model's attack AUROC is to 0.5 (privacymeter, lower is "
+                                     "better); privacy 2.x scores the attack itself, its TPR at 10% FPR (higher "
+                                     "is better), a quantity neither row measures",
     ("ood-detection", "fpr_at_95_tpr"): "FML-bench's OOD row scores AUROC (higher is better, worst 0); "
                                         "ood_detection 2.x scores FPR at 95% TPR, a quantity none of its rows "
                                         "measures",

@@ -1,16 +1,28 @@
-"""Write the privacy task's data: scikit-learn's bundled digits (1797 8x8 images, 10 classes), offline.
+"""Write the privacy task's data: two membership-inference "worlds" built from scikit-learn's digits, offline.
 
 Run by `benchmark.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/privacy>
 
-Pixels are scaled from 0..16 to 0..1. One seeded split, stratified by class: train 60% (the private
-training set the privacy guarantee is about), val 20%, test 20%. Row ids are a seeded relabelling.
+Images: sklearn's 8x8 digits (/16) pasted at a random offset (0..2 each way) on a blank 10x10 canvas with
+Gaussian pixel noise (sd 0.05), flattened to 100 float32 values in [0, 1]: harder to generalize on than
+the plain digits, so a model that fits its training images remembers them, as real models do. The 1797
+images are split at random into three disjoint parts: the val world's 600 candidates, the test world's
+600 candidates and a public auxiliary pool of 597 (same distribution, never a candidate).
 
-    public/train.csv              id, p0..p63, label   (agent-visible; the driver trains on it)
-    public/val_inputs.csv         id, p0..p63          (agent-visible)
-    test_inputs/test_inputs.csv   id, p0..p63          (final test phase only)
-    labels/{val,test}_labels.csv  id, label            (evaluator only)
+In each world exactly half the candidates (300, within one of half of every class) are members: the
+target model (baseline/target_model.py's recipe, a secret random state per world) is trained on exactly
+them, in id order. Candidates are stored in the order of their ids, which are a random relabelling, so neither the
+order, the ids, the class mix nor any file size says who is a member. Only the evaluator sees the
+membership labels. Deterministic: fixed seeds, pinned numerics (baseline/numerics.py), uncompressed
+.npz files.
+
+    public/aux.npz                  x (597, 100) float32, y (597,) int64   the auxiliary pool
+    public/target_model.npz         w1, b1, w2, b2 float32                the val world's target model
+    public/candidates.npz           id, x, y                              the val world's candidates
+    test_inputs/target_model.npz    the test world's target model         (final test phase only)
+    test_inputs/candidates.npz      the test world's candidates           (final test phase only)
+    labels/{val,test}_membership.csv  id, member (1 = in the target's training set)
 """
 
 from __future__ import annotations
@@ -19,39 +31,71 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
+sys.path.insert(0, str(Path(__file__).resolve().parent / "baseline"))
+import numerics  # noqa: E402  (harness-owned, shipped with the driver)
 
-SPLIT_SEED = 20261125
-FRACTIONS = (0.6, 0.2, 0.2)
+if __name__ == "__main__":  # the harness runs prepare as a script, a fresh process; tests import it
+    numerics.pin()
+
+import numpy as np  # noqa: E402
+
+import target_model  # noqa: E402
+
+SEED = 20261125
+N_CANDIDATES = 600  # per world; half are members
+CANVAS, NOISE = 10, 0.05
+WORLDS = ("val", "test")
+
+
+def load_images(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
+    data = load_digits()
+    images = (data.images / 16.0).astype(np.float32)
+    canvas = np.zeros((len(images), CANVAS, CANVAS), dtype=np.float32)
+    offsets = rng.integers(0, CANVAS - 8 + 1, size=(len(images), 2))
+    for i, (dy, dx) in enumerate(offsets):
+        canvas[i, dy:dy + 8, dx:dx + 8] = images[i]
+    noisy = canvas + rng.normal(0.0, NOISE, size=canvas.shape).astype(np.float32)
+    return np.clip(noisy, 0.0, 1.0).reshape(len(images), -1).astype(np.float32), data.target.astype(np.int64)
+
+
+def membership(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Exactly half of the candidates are members, and within one of half of every class: sort by
+    (class, random key) and take every other row."""
+    order = np.lexsort((rng.random(len(y)), y))
+    member = np.zeros(len(y), dtype=bool)
+    member[order[::2]] = True
+    return member
+
+
+def target_states() -> dict[str, int]:
+    """Each world's target model's secret random state (not a small integer an attack could guess)."""
+    return dict(zip(WORLDS, (int(s) for s in np.random.SeedSequence(SEED).generate_state(len(WORLDS)))))
 
 
 def build(out: Path) -> None:
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
-    pixels = pd.DataFrame(digits.data / 16.0, columns=[f"p{i}" for i in range(64)])
-    frame = pd.concat([pd.DataFrame({"id": np.random.default_rng(SPLIT_SEED + 1).permutation(len(pixels))}),
-                       pixels, pd.DataFrame({"label": digits.target.astype(int)})], axis=1)
-    rng = np.random.default_rng(SPLIT_SEED)
-    parts: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": []}
-    for label in range(10):
-        idx = rng.permutation(np.flatnonzero(digits.target == label))
-        n_train, n_val = round(FRACTIONS[0] * len(idx)), round(FRACTIONS[1] * len(idx))
-        parts["train"].append(idx[:n_train])
-        parts["val"].append(idx[n_train:n_train + n_val])
-        parts["test"].append(idx[n_train + n_val:])
-    rows = {k: np.concatenate(v) for k, v in parts.items()}
-    inputs = ["id", *pixels.columns]
-    files = {"public/train.csv": frame.loc[rows["train"], [*inputs, "label"]],
-             "public/val_inputs.csv": frame.loc[rows["val"], inputs],
-             "test_inputs/test_inputs.csv": frame.loc[rows["test"], inputs],
-             "labels/val_labels.csv": frame.loc[rows["val"], ["id", "label"]],
-             "labels/test_labels.csv": frame.loc[rows["test"], ["id", "label"]]}
-    for rel, table in files.items():
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        table.sort_values("id").to_csv(path, index=False, float_format="%.4g", lineterminator="\n")
+    rng = np.random.default_rng(SEED)
+    x, y = load_images(rng)
+    perm = rng.permutation(len(y))
+    parts = {"val": perm[:N_CANDIDATES], "test": perm[N_CANDIDATES:2 * N_CANDIDATES]}
+    aux = np.sort(perm[2 * N_CANDIDATES:])
+    ids = rng.permutation(2 * N_CANDIDATES)  # candidate ids: a random relabelling, disjoint across worlds
+    states = target_states()
+    folders = {"val": out / "public", "test": out / "test_inputs"}
+    for folder in (*folders.values(), out / "labels"):
+        folder.mkdir(parents=True, exist_ok=True)
+    np.savez(out / "public" / "aux.npz", x=x[aux], y=y[aux])
+    for w, world in enumerate(WORLDS):
+        world_ids = ids[w * N_CANDIDATES:(w + 1) * N_CANDIDATES]
+        order = np.argsort(world_ids)  # everything below, the target's training rows too, in id order
+        rows, world_ids = parts[world][order], world_ids[order].astype(np.int64)
+        member = membership(y[rows], rng)
+        weights = target_model.train(x[rows[member]], y[rows[member]], random_state=states[world])
+        np.savez(folders[world] / "target_model.npz", **weights)
+        np.savez(folders[world] / "candidates.npz", id=world_ids, x=x[rows], y=y[rows])
+        lines = [f"{i},{int(m)}" for i, m in zip(world_ids, member)]
+        (out / "labels" / f"{world}_membership.csv").write_text("id,member\n" + "\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
