@@ -19,6 +19,11 @@ os.environ["RESEARCHBENCH_TASKS_PATH"] = str(FIXTURES / "tasks")
 # (at least 10x) the idle time of what it limits; on a loaded machine everything takes several times longer.
 # pytest-timeout's per-test limit (pyproject.toml) is above this, so a hung subprocess fails with its command.
 HANG_TIMEOUT_S = 1200.0
+# The environment as the test session began. Task drivers run from it, not from os.environ: some task code
+# that tests import in-process pins its numerics by setting variables (e.g. representation_learning's
+# evaluator sets OPENBLAS_CORETYPE), and a later driver inheriting them computes different bits than its
+# record, which was measured in the sandbox's clean environment.
+SESSION_START_ENV = dict(os.environ)
 
 # The causality baseline's S-learner fit, and the T-learner fit that scripted agents put in its place: a
 # code edit that really lowers PEHE on this data (tests/fixtures/scripts/causality*.yaml make the same edit).

@@ -22,7 +22,7 @@ from benchmark import workspace as ws
 from benchmark.executors.sandbox import THREAD_ENV
 from benchmark.task import TaskSpec, load_task
 
-from conftest import HANG_TIMEOUT_S
+from conftest import HANG_TIMEOUT_S, SESSION_START_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 # One thread for every math library, as the sandbox sets for a one-CPU job: BLAS results depend on the
@@ -68,14 +68,14 @@ def run_driver(code: Path, phase: str, prepared: ws.PreparedTask, out: Path, see
     if phase == "test" and "{test_inputs}" in " ".join(prepared.spec.phases["test"]):
         argv += ["--test-inputs", str(prepared.test_inputs_dir)]
     return subprocess.run(argv, cwd=code, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **ONE_THREAD_ENV})
+                          env={**SESSION_START_ENV, **ONE_THREAD_ENV})
 
 
 def run_evaluator(spec: TaskSpec, phase: str, predictions: Path, labels: Path, metrics: Path,
                   timeout: float = HANG_TIMEOUT_S) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(spec.task_dir / "evaluate.py"), "--phase", phase,
                            "--predictions-dir", str(predictions), "--labels", str(labels), "--metrics", str(metrics)],
-                          capture_output=True, text=True, timeout=timeout, env={**os.environ, **ONE_THREAD_ENV})
+                          capture_output=True, text=True, timeout=timeout, env={**SESSION_START_ENV, **ONE_THREAD_ENV})
 
 
 def load_evaluator(spec: TaskSpec) -> ModuleType:

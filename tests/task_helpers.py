@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from conftest import HANG_TIMEOUT_S
+from conftest import HANG_TIMEOUT_S, SESSION_START_ENV
 from tests.task_harness import ONE_THREAD_ENV
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ def code_copy(prepared, dest: Path, files: dict[str, str] | None = None) -> Path
 
 def run_driver(code: Path, *args: str, timeout: float = HANG_TIMEOUT_S) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "driver.py", *args], cwd=code, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **ONE_THREAD_ENV, "CUDA_VISIBLE_DEVICES": ""})
+                          timeout=timeout, env={**SESSION_START_ENV, **ONE_THREAD_ENV, "CUDA_VISIBLE_DEVICES": ""})
 
 
 def evaluator_module(task: str) -> ModuleType:
