@@ -12,18 +12,16 @@ from __future__ import annotations
 import io
 import json
 import logging
-from concurrent.futures import Future
 from pathlib import Path
 
 import pandas as pd
 
 from benchmark.display import Display, RichDisplay, Stats
-from benchmark.executors.base import Job, JobResult
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.inert_text import (JOB_OUTPUT_BYTES, MAX_METRICS, METRIC_NAME, csv_safe, inert, install_log_filter,
                                   job_output)
 from benchmark.journal import OK, BlobStore, Journal, Node
-from conftest import journal_records, run_cli
+from conftest import MetricsAddedAfterEvaluation, journal_records, run_cli
 
 TITLE = "\x1b]0;pwned title\x07"
 CLEAR = "\x1b[2J"
@@ -147,31 +145,6 @@ def _number(cell: str) -> bool:
     return True
 
 
-class HostileEvaluation:
-    """The real local executor, except that once the evaluator has written its metrics they gain ten
-    thousand extra metrics, a name of `long_name` characters, names with ESC and markup, and values
-    that are not numbers (what a task's evaluator echoing a hostile predictions file could write)."""
-
-    def __init__(self, inner: LocalExecutor, long_name: int = 600_000):
-        self.inner, self.long_name = inner, long_name
-
-    def __getattr__(self, name: str):
-        return getattr(self.inner, name)
-
-    def submit(self, job: Job) -> Future[JobResult]:
-        result = self.inner.submit(job).result()
-        metrics = job.workdir / "metrics.json"
-        if metrics.exists():
-            raw = json.loads(metrics.read_text())
-            raw["metrics"].update({f"m{i}": i / 7 for i in range(10_000)})
-            raw["metrics"].update({"n" * self.long_name: 1.0, f"a{CLEAR}b": 2.0, "[bold]x": 3.0, "s": "1.0",
-                                   "t": True, "big": 10**400, "nan": float("nan"), "list": [1]})
-            metrics.write_text(json.dumps(raw))
-        done: Future[JobResult] = Future()
-        done.set_result(result)
-        return done
-
-
 def _execute(toy, tmp_path: Path, model: str, long_name: int) -> tuple[Node, BlobStore]:
     """One experiment of the toy task with this model.py, through StepRunner and the real executor."""
     from benchmark.worker import StepRunner
@@ -179,7 +152,9 @@ def _execute(toy, tmp_path: Path, model: str, long_name: int) -> tuple[Node, Blo
     spec = toy.spec
     blobs = BlobStore(tmp_path / "blobs")
     with LocalExecutor(LocalExecutorConfig()) as real:
-        runner = StepRunner(toy, HostileEvaluation(real, long_name), blobs, spec.budget, tmp_path / "scratch",
+        hostile = {**{f"m{i}": i / 7 for i in range(10_000)}, "n" * long_name: 1.0, f"a{CLEAR}b": 2.0,
+                   "[bold]x": 3.0, "s": "1.0", "t": True, "big": 10**400, "nan": float("nan"), "list": [1]}
+        runner = StepRunner(toy, MetricsAddedAfterEvaluation(real, hostile), blobs, spec.budget, tmp_path / "scratch",
                             Display(echo=lambda line: None, quiet=True))
         node = Node(id="0001", step=1, operator="improve")
         files = {rel: data.decode() for rel, data in toy.baseline_files().items() if spec.is_editable(rel)}

@@ -4,36 +4,12 @@ the boundary where the harness reads its metrics JSON, with one feedback line on
 
 from __future__ import annotations
 
-import json
-from concurrent.futures import Future
 from pathlib import Path
 
 from benchmark.display import Display
-from benchmark.executors.base import Job, JobResult
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.journal import OK, BlobStore, Journal, Node
-
-
-class NonFiniteSecondaries:
-    """The real local executor, except that after the evaluator has written its metrics they gain a NaN and
-    an infinite secondary metric (as an evaluator dividing by zero on degenerate predictions would)."""
-
-    def __init__(self, inner: LocalExecutor):
-        self.inner = inner
-
-    def __getattr__(self, name: str):
-        return getattr(self.inner, name)
-
-    def submit(self, job: Job) -> Future[JobResult]:
-        result = self.inner.submit(job).result()
-        metrics = job.workdir / "metrics.json"
-        if metrics.exists():
-            raw = json.loads(metrics.read_text())
-            raw["metrics"].update({"r2": float("nan"), "ratio": float("inf")})
-            metrics.write_text(json.dumps(raw))  # Python writes NaN and Infinity; the harness reads them back
-        done: Future[JobResult] = Future()
-        done.set_result(result)
-        return done
+from conftest import MetricsAddedAfterEvaluation
 
 
 def test_non_finite_secondary_metrics_never_reach_the_journal(toy, tmp_path: Path) -> None:
@@ -41,7 +17,7 @@ def test_non_finite_secondary_metrics_never_reach_the_journal(toy, tmp_path: Pat
 
     spec = toy.spec
     with LocalExecutor(LocalExecutorConfig()) as real:
-        runner = StepRunner(toy, NonFiniteSecondaries(real), BlobStore(tmp_path / "blobs"), spec.budget,
+        runner = StepRunner(toy, MetricsAddedAfterEvaluation(real, {"r2": float("nan"), "ratio": float("inf")}), BlobStore(tmp_path / "blobs"), spec.budget,
                             tmp_path / "scratch", Display(echo=lambda line: None, quiet=True))
         node = Node(id="0000", step=0, operator="baseline")
         files = {rel: data.decode() for rel, data in toy.baseline_files().items() if spec.is_editable(rel)}
