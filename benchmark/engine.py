@@ -37,7 +37,7 @@ from benchmark.outage import GuardedExecutor, baseline_failure, llm_never_answer
 from benchmark.plugins import Registry
 from benchmark.preflight import llm_problem
 from benchmark.scheduler import Scheduler
-from benchmark.scoring.export import export_after_run
+from benchmark.scoring.export import BEST_DIR, REPORT, export_after_run
 from benchmark.task import Budget, load_task
 from benchmark.worker import StepRunner
 from benchmark.workspace import PreparedTask, open_prepared
@@ -151,6 +151,8 @@ class Run:
                 summary = report.read(self.run_dir)
                 self.display.line("run already finished; nothing to do")
                 self.display.line(report.render(summary))
+                if not (self.run_dir / BEST_DIR).is_dir() or not (self.run_dir / REPORT).is_file():
+                    export_after_run(self.run_dir, self.display.line)  # a failed or deleted export, written again
                 return summary
             agent = self._build_agent(loaded.policy)
             self.steps = StepRunner(self.prepared, self.executor, self.blobs, self.budget,
