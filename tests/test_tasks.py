@@ -3,7 +3,7 @@ covered by being there. Where a check differs per task, the manifest or the smal
 
 Default suite: the manifest and description, the knob surface, what prepare hides, the baseline's val phase
 in the real sandbox against its record, each trivial overlay's val score against the floor, and the evaluator
-on hostile predictions made from the baseline's own. Each task is prepared once and its baseline run once per
+on hostile predictions made from the baseline's own (sandboxed runs of the tasks in SANDBOX_SLOW: slow). Each task is prepared once and its baseline run once per
 session (tests/task_kit.py). Slow (`pytest -m slow`): the record's test phase, trivial overlays on test, the
 val-phase leak probe, a second prepare, the reference solution on every baseline seed, and the full
 `setup.py --check` (which `.ci/run` also runs for every task). Task-specific checks: tests/tasks/.
@@ -26,6 +26,9 @@ ROW_KEYS = {"causal_discovery": ("dataset", "source", "target"), "causal_effect"
             "causality": ("rep", "unit"), "continual_learning": ("after_split", "id")}
 # Hostile cases that do not apply to a task's output, and why.
 NOT_HOSTILE = {"causal_discovery": {"missing-row": "an edge list may leave out any edge"}}
+# Tasks whose sandboxed runs (baseline record, trivial overlays, hostile cases built from the baseline's
+# predictions) are slow-marked, and why; their own file covers the floor in-process.
+SANDBOX_SLOW = {"adversarial_robustness": "the evaluator runs a full adversarial attack per phase (~30 CPU-s)"}
 
 FILE_CASES = ("no-file", "empty", "binary", "oversized")  # every output
 CSV_CASES = ("nan", "foreign-id", "duplicated-id", "missing-row")  # CSV outputs, made from the baseline's
@@ -34,8 +37,8 @@ CSV_CASES = ("nan", "foreign-id", "duplicated-id", "missing-row")  # CSV outputs
 CLI_CASE = "binary"
 
 
-def _slow_param(*values, id: str):
-    return pytest.param(*values, id=id, marks=pytest.mark.slow)
+def _param(*values, id: str, slow: bool = False):
+    return pytest.param(*values, id=id, marks=[pytest.mark.slow] if slow else [])
 
 
 # -- the manifest ------------------------------------------------------------------------------------------------
@@ -112,8 +115,8 @@ def _matches(score: float | None, recorded: float) -> bool:
     return score is not None and math.isclose(score, recorded, rel_tol=RECORD_REL_TOL, abs_tol=RECORD_ABS_TOL)
 
 
-@pytest.mark.parametrize("phase", ["val", pytest.param("test", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("name", TASK_NAMES)
+@pytest.mark.parametrize("name, phase", [_param(name, phase, id=f"{name}-{phase}", slow=phase == "test" or name in
+                                                 SANDBOX_SLOW) for name in TASK_NAMES for phase in ("val", "test")])
 def test_baseline_reproduces_its_record_in_the_sandbox(name: str, phase: str) -> None:
     spec = spec_of(name)
     run = baseline_run(name, phase)
@@ -126,8 +129,9 @@ def _trivial_params() -> list:
     params = []
     for name in TASK_NAMES:
         for folder in spec_of(name).checks.trivial:
-            params.append(pytest.param(name, folder, "val", id=f"{name}-{Path(folder).name}-val"))
-            params.append(_slow_param(name, folder, "test", id=f"{name}-{Path(folder).name}-test"))
+            for phase in ("val", "test"):
+                params.append(_param(name, folder, phase, id=f"{name}-{Path(folder).name}-{phase}",
+                                     slow=phase == "test" or name in SANDBOX_SLOW))
     return params
 
 
@@ -149,7 +153,8 @@ def _hostile_params() -> list:
         csv = spec_of(name).outputs[0].endswith(".csv")
         for case in FILE_CASES + (CSV_CASES if csv else ()):
             if case not in NOT_HOSTILE.get(name, {}):
-                params.append(pytest.param(name, case, id=f"{name}-{case}"))
+                needs_baseline = case == "oversized" or case in CSV_CASES
+                params.append(_param(name, case, id=f"{name}-{case}", slow=needs_baseline and name in SANDBOX_SLOW))
     return params
 
 
@@ -170,14 +175,18 @@ def _hostile_csv(frame: pd.DataFrame, keys: list[str], case: str) -> pd.DataFram
     return frame
 
 
+def _baseline_predictions(name: str) -> Path:
+    run = baseline_run(name, "val")
+    assert run.outcome.ok and run.predictions is not None, run.outcome.bug_reason
+    return run.predictions
+
+
 @pytest.mark.parametrize("name, case", _hostile_params())
 def test_evaluator_rejects_hostile_predictions(name: str, case: str, tmp_path: Path, capsys) -> None:
     """Predictions the evaluator cannot score give one line on stderr, a non-zero exit and no metrics:
     never a traceback, never a score. Each case changes the baseline's real val predictions in one way."""
     prepared = prepared_task(name)
     spec = prepared.spec
-    run = baseline_run(name, "val")
-    assert run.outcome.ok and run.predictions is not None, run.outcome.bug_reason
     output = spec.outputs[0]
     preds = tmp_path / "predictions"
     preds.mkdir()
@@ -188,11 +197,11 @@ def test_evaluator_rejects_hostile_predictions(name: str, case: str, tmp_path: P
     elif case == "binary":
         target.write_bytes(b"\x00\xff\xfe garbage \x89PNG\r\n" * 64)
     elif case == "oversized":  # the real predictions repeated past the task's output limit
-        data = (run.predictions / output).read_bytes()
+        data = (_baseline_predictions(name) / output).read_bytes()
         target.write_bytes(data * (limit // max(len(data), 1) + 2))
     elif case in CSV_CASES:
         keys = list(ROW_KEYS.get(name, ("id",)))
-        frame = pd.read_csv(run.predictions / output, dtype=str, keep_default_na=False)
+        frame = pd.read_csv(_baseline_predictions(name) / output, dtype=str, keep_default_na=False)
         assert set(keys) <= set(frame.columns), f"add {name}'s row keys to ROW_KEYS"
         _hostile_csv(frame, keys, case).to_csv(target, index=False)
     if case == CLI_CASE:
