@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from benchmark import workspace as ws
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.executors.sandbox import THREAD_ENV
@@ -76,6 +78,25 @@ def task_module(name: str, file: str = "evaluate") -> ModuleType:
     assert module_spec.loader is not None
     module_spec.loader.exec_module(module)
     return module
+
+
+# -- fixtures of the per-task files (tests/tasks/test_<name>.py), which name their task in a module-level TASK and
+# import these: one definition instead of a copy per file
+
+@pytest.fixture(scope="module")
+def prepared(request) -> ws.PreparedTask:
+    return prepared_task(request.module.TASK)
+
+
+@pytest.fixture(scope="module")
+def spec(prepared: ws.PreparedTask) -> TaskSpec:
+    return prepared.spec
+
+
+@pytest.fixture(scope="module")
+def ev(request) -> ModuleType:
+    """The task's evaluate.py as a module, for in-process checks of its functions."""
+    return evaluator(request.module.TASK)
 
 
 # -- running a phase the way an experiment does --------------------------------------------------------------

@@ -18,25 +18,10 @@ import pytest
 
 from benchmark import workspace as ws
 from benchmark.task import TaskSpec
-from task_kit import code_copy, evaluate, phase_args, prepared_task, run_driver, task_module, with_params
+from task_kit import code_copy, ev, evaluate, phase_args, prepared, run_driver, spec, with_params
 
-NAME = "adversarial_robustness"
+TASK = "adversarial_robustness"
 SLICE = 32  # validation images attacked by the in-process checks
-
-
-@pytest.fixture(scope="module")
-def prepared() -> ws.PreparedTask:
-    return prepared_task(NAME)
-
-
-@pytest.fixture(scope="module")
-def spec(prepared: ws.PreparedTask) -> TaskSpec:
-    return prepared.spec
-
-
-@pytest.fixture(scope="module")
-def ev():
-    return task_module(NAME)
 
 
 @pytest.fixture(scope="module")

@@ -11,16 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from task_kit import (code_copy, evaluate_ok, overlay_run, phase_args, prepared_task, rejects_inprocess, run_driver,
+from task_kit import (code_copy, evaluate_ok, overlay_run, phase_args, prepared, rejects_inprocess, run_driver,
                       run_sandboxed, searcher, task_module)
 
-NAME = "causal_discovery"
-cd_prepare = task_module(NAME, "prepare")  # the task's own prepare module, for its constants
-
-
-@pytest.fixture(scope="module")
-def prepared():
-    return prepared_task(NAME)
+TASK = "causal_discovery"
+cd_prepare = task_module(TASK, "prepare")  # the task's own prepare module, for its constants
 
 
 def _true_adjacency(prepared, phase: str, dataset: str) -> np.ndarray:
@@ -69,7 +64,7 @@ def test_dataset_numbers_do_not_reveal_the_sem_type(prepared):
 def test_reference_diagnosis_separates_the_identifiable_datasets(prepared):
     """The reference runs DirectLiNGAM exactly where the SEM is linear with non-Gaussian noise: its
     residual-skewness statistic is above the threshold on those datasets and only on those."""
-    reference = task_module(NAME, "reference/model")
+    reference = task_module(TASK, "reference/model")
     datasets = pd.read_csv(prepared.labels_dir / "val_datasets.csv")
     for name, sem in zip(datasets["dataset"], datasets["sem"]):
         x = pd.read_csv(prepared.public_dir / "val" / f"{name}.csv").to_numpy()
@@ -82,7 +77,7 @@ def test_floor_is_the_empty_graph_and_the_trivial_overlay_scores_it(prepared):
     spec = prepared.spec
     edges = pd.read_csv(prepared.labels_dir / "test_edges.csv")
     assert spec.metric.floor == pytest.approx(edges.groupby("dataset").size().mean())
-    outcome = overlay_run(NAME, "checks/empty_graph", "test").outcome
+    outcome = overlay_run(TASK, "checks/empty_graph", "test").outcome
     assert outcome.ok, outcome.bug_reason
     assert outcome.primary == pytest.approx(spec.metric.floor) and outcome.metrics["f1"] == 0.0
 
@@ -136,7 +131,7 @@ def test_evaluator_rejects_graphs_that_are_not_dags_of_the_datasets(prepared, tm
     preds = tmp_path / "preds"
     preds.mkdir()
     (preds / "predictions.csv").write_text(content)
-    line = rejects_inprocess(task_module(NAME), "val", preds, prepared.labels_dir, tmp_path, capsys)
+    line = rejects_inprocess(task_module(TASK), "val", preds, prepared.labels_dir, tmp_path, capsys)
     assert reason in line, line
 
 
@@ -164,7 +159,7 @@ def test_evaluator_rejects_a_nan_dataset_name_in_one_line(prepared, tmp_path, ca
     preds = tmp_path / "preds"
     preds.mkdir()
     (preds / "predictions.csv").write_text("dataset,source,target\nnan,0,1\n")
-    assert "unknown datasets" in rejects_inprocess(task_module(NAME), "val", preds, prepared.labels_dir, tmp_path,
+    assert "unknown datasets" in rejects_inprocess(task_module(TASK), "val", preds, prepared.labels_dir, tmp_path,
                                                    capsys)
 
 

@@ -11,15 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from task_kit import evaluate_ok, overlay_run, prepared_task, rejects_inprocess, run_sandboxed, searcher, task_module
+from task_kit import evaluate_ok, overlay_run, prepared, rejects_inprocess, run_sandboxed, searcher, task_module
 
-NAME = "causal_effect"
-ce_prepare = task_module(NAME, "prepare")  # the task's own prepare module, for its constants
-
-
-@pytest.fixture(scope="module")
-def prepared():
-    return prepared_task(NAME)
+TASK = "causal_effect"
+ce_prepare = task_module(TASK, "prepare")  # the task's own prepare module, for its constants
 
 
 def _digest(folder: Path) -> str:
@@ -32,7 +27,7 @@ def _digest(folder: Path) -> str:
 
 def test_manifest_loads(prepared):
     spec = prepared.spec
-    assert spec.name == NAME and spec.metric.name == "pehe" and not spec.metric.higher_is_better
+    assert spec.name == TASK and spec.metric.name == "pehe" and not spec.metric.higher_is_better
     assert spec.metric.best_possible == 0.0 < spec.metric.target < spec.metric.floor
     assert "--seed" in spec.phases["val"] and "{seed}" in spec.phases["val"]
 
@@ -67,7 +62,7 @@ def test_floor_is_the_oracle_constant_and_no_constant_beats_it(prepared, tmp_pat
     labels.assign(ite=labels.groupby("rep")["ite"].transform("mean")).to_csv(preds / "predictions.csv", index=False)
     oracle = evaluate_ok(spec, "test", preds, prepared.labels_dir, tmp_path)["pehe"]
     assert oracle == pytest.approx(spec.metric.floor, rel=1e-6)
-    outcome = overlay_run(NAME, "checks/constant", "test").outcome
+    outcome = overlay_run(TASK, "checks/constant", "test").outcome
     assert outcome.ok, outcome.bug_reason
     assert not spec.metric.better(outcome.primary, spec.metric.floor)
 
@@ -105,7 +100,7 @@ def test_evaluator_rejects_malformed_predictions(prepared, tmp_path, mutation, r
     elif mutation == "columns":
         frame = frame.rename(columns={"ite": "effect"})
     frame.to_csv(preds / "predictions.csv", index=False)
-    line = rejects_inprocess(task_module(NAME), "val", preds, prepared.labels_dir, tmp_path, capsys)
+    line = rejects_inprocess(task_module(TASK), "val", preds, prepared.labels_dir, tmp_path, capsys)
     assert reason in line, line
 
 

@@ -15,11 +15,11 @@ import pytest
 
 from benchmark import workspace as ws
 from benchmark.task import TaskSpec
-from task_kit import (baseline_run, code_copy, evaluate_ok, evaluator_rejects, phase_args, prepared_task,
-                      run_driver, task_dir)
+from task_kit import (baseline_run, code_copy, evaluate_ok, evaluator_rejects, phase_args, prepared, run_driver, spec,
+                      task_dir)
 
-NAME = "causality"
-TASK_DIR = task_dir(NAME)
+TASK = "causality"
+TASK_DIR = task_dir(TASK)
 METRIC_KEYS = {"pehe", "ite_mae", "ate_abs_error"}
 
 # Runs driver.py under an audit hook that logs every file the process opens or lists, so a test can
@@ -41,16 +41,6 @@ AUDIT_WRAPPER = textwrap.dedent("""\
 """)
 
 
-@pytest.fixture(scope="module")
-def prepared() -> ws.PreparedTask:
-    return prepared_task(NAME)
-
-
-@pytest.fixture(scope="module")
-def spec(prepared: ws.PreparedTask) -> TaskSpec:
-    return prepared.spec
-
-
 def score(phase: str, predictions_dir: Path, prepared: ws.PreparedTask, tmp: Path) -> dict[str, float]:
     metrics = evaluate_ok(prepared.spec, phase, predictions_dir, prepared.labels_dir, tmp)
     assert set(metrics) == METRIC_KEYS
@@ -65,7 +55,7 @@ def recomputed_floor(labels: Path) -> float:
 # --- the baseline ---------------------------------------------------------------------------------------------
 
 def test_baseline_val_phase_beats_the_floor_with_a_clean_stderr(spec: TaskSpec) -> None:
-    outcome = baseline_run(NAME).outcome
+    outcome = baseline_run(TASK).outcome
     assert outcome.ok, outcome.bug_reason
     assert all(math.isfinite(v) for v in outcome.metrics.values())
     assert 0 < outcome.primary < spec.metric.floor
@@ -90,12 +80,12 @@ def test_driver_never_opens_labels_and_writes_only_out_and_cwd(prepared: ws.Prep
     allowed = (out.resolve(), code.resolve())
     writes = [Path(p) for kind, p in events if kind == "w"]
     assert writes and not [p for p in writes if not any(p == a or a in p.parents for a in allowed)]
-    assert (out / "predictions.csv").read_bytes() == (baseline_run(NAME).predictions / "predictions.csv").read_bytes()
+    assert (out / "predictions.csv").read_bytes() == (baseline_run(TASK).predictions / "predictions.csv").read_bytes()
 
 
 def test_val_predictions_do_not_pass_for_test(prepared: ws.PreparedTask, tmp_path: Path) -> None:
     """The evaluator checks every (rep, unit) of the phase."""
-    evaluator_rejects(prepared.spec, "test", baseline_run(NAME).predictions, prepared.labels_dir, tmp_path)
+    evaluator_rejects(prepared.spec, "test", baseline_run(TASK).predictions, prepared.labels_dir, tmp_path)
 
 
 # --- floor -----------------------------------------------------------------------------------------------------

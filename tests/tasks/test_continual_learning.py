@@ -13,20 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from task_kit import code_copy, prepare_again, prepared_digest, prepared_task, run_driver, task_dir, task_module
+from task_kit import code_copy, ev, prepare_again, prepared, prepared_digest, run_driver, task_dir
 
 TASK = "continual_learning"
 TASK_DIR = task_dir(TASK)
-
-
-@pytest.fixture(scope="module")
-def prepared():
-    return prepared_task(TASK)
-
-
-@pytest.fixture(scope="module")
-def ev():
-    return task_module(TASK)
 
 
 def labels(prepared, phase: str) -> pd.DataFrame:

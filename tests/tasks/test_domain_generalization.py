@@ -12,25 +12,10 @@ import pytest
 
 from benchmark import workspace as ws
 from benchmark.task import TaskSpec
-from task_kit import baseline_run, code_copy, phase_args, prepared_task, run_driver, task_module
+from task_kit import baseline_run, code_copy, ev, phase_args, prepared, run_driver, spec
 
-NAME = "domain_generalization"
+TASK = "domain_generalization"
 FEATURES = [f"x{i}" for i in range(128)]
-
-
-@pytest.fixture(scope="module")
-def prepared() -> ws.PreparedTask:
-    return prepared_task(NAME)
-
-
-@pytest.fixture(scope="module")
-def spec(prepared: ws.PreparedTask) -> TaskSpec:
-    return prepared.spec
-
-
-@pytest.fixture(scope="module")
-def ev():
-    return task_module(NAME)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +69,7 @@ def test_a_colour_blind_model_clears_the_target(prepared: ws.PreparedTask, spec:
 
 
 def test_the_baseline_leans_on_the_spurious_feature() -> None:
-    metrics = baseline_run(NAME).outcome.metrics  # ERM: right where colour agrees with the label, wrong where not
+    metrics = baseline_run(TASK).outcome.metrics  # ERM: right where colour agrees with the label, wrong where not
     assert metrics["accuracy_aligned"] > metrics["accuracy_flipped"]
 
 

@@ -11,20 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from task_kit import (evaluate_ok, overlay_run, prepared_task, rejects_inprocess, run_sandboxed, searcher, task_dir,
+from task_kit import (ev, evaluate_ok, overlay_run, prepared, rejects_inprocess, run_sandboxed, searcher, task_dir,
                       task_module)
 
-NAME = "fairness"
-
-
-@pytest.fixture(scope="module")
-def prepared():
-    return prepared_task(NAME)
-
-
-@pytest.fixture(scope="module")
-def evaluator():
-    return task_module(NAME)
+TASK = "fairness"
 
 
 def _digest(folder: Path) -> str:
@@ -36,7 +26,7 @@ def _digest(folder: Path) -> str:
 
 
 def test_prepare_is_deterministic_and_splits_are_disjoint(prepared, tmp_path):
-    fair_prepare = task_module(NAME, "prepare")
+    fair_prepare = task_module(TASK, "prepare")
 
     fair_prepare.main(["--out", str(tmp_path / "again")])
     for part in ("public", "test_inputs", "labels"):
@@ -70,8 +60,8 @@ def test_the_parity_audit_is_the_same_rule_on_val_and_test(prepared, tmp_path, p
     """The perfect predictor is accurate but unequal (base rates differ): it scores 0. Equal quotas per
     group pass and score their accuracy; moving one group past the tolerance scores 0 again."""
     spec = prepared.spec
-    tolerance = task_module(NAME).PARITY_TOLERANCE
-    assert tolerance == 0.005 and "0.005" in (task_dir(NAME) / "description.md").read_text()
+    tolerance = task_module(TASK).PARITY_TOLERANCE
+    assert tolerance == 0.005 and "0.005" in (task_dir(TASK) / "description.md").read_text()
     labels = pd.read_csv(prepared.labels_dir / f"{phase}_labels.csv")
     y = labels["y"].to_numpy()
     metrics = evaluate_ok(spec, phase, _predictions(tmp_path, labels["id"], y), prepared.labels_dir, tmp_path)
@@ -105,10 +95,10 @@ def test_trivial_overlays_score_as_documented(prepared, phase):
     the parity audit and scores 0 (tests/test_tasks.py checks both stay at or below the floor)."""
     spec = prepared.spec
     assert spec.checks.trivial == ("checks/constant", "checks/unaware")
-    unaware = overlay_run(NAME, "checks/unaware", phase).outcome
+    unaware = overlay_run(TASK, "checks/unaware", phase).outcome
     assert unaware.ok and unaware.primary == 0.0, (unaware.bug_reason, unaware.primary)
     if phase == "val":
-        constant = overlay_run(NAME, "checks/constant", phase).outcome
+        constant = overlay_run(TASK, "checks/constant", phase).outcome
         assert constant.primary == pytest.approx(spec.metric.floor, rel=1e-9)
 
 
@@ -118,18 +108,18 @@ def test_trivial_overlays_score_as_documented(prepared, phase):
     ("id,pred\n1.5,0\n", "integers"),
     ("id,score\n1,0\n", "lacks columns"),
 ], ids=["two", "float", "float-id", "bad-columns"])
-def test_evaluator_accepts_only_decisions(prepared, evaluator, tmp_path, content, reason, capsys):
+def test_evaluator_accepts_only_decisions(prepared, ev, tmp_path, content, reason, capsys):
     preds = tmp_path / "preds"
     preds.mkdir()
     (preds / "predictions.csv").write_text(content)
-    line = rejects_inprocess(evaluator, "val", preds, prepared.labels_dir, tmp_path, capsys)
+    line = rejects_inprocess(ev, "val", preds, prepared.labels_dir, tmp_path, capsys)
     assert reason in line, line
 
 
-def test_test_rows_do_not_pass_for_val(prepared, evaluator, tmp_path, capsys):
+def test_test_rows_do_not_pass_for_val(prepared, ev, tmp_path, capsys):
     test_ids = pd.read_csv(prepared.labels_dir / "test_labels.csv")["id"]
     _predictions(tmp_path, test_ids, np.zeros(len(test_ids), dtype=int))
-    assert "ids" in rejects_inprocess(evaluator, "val", tmp_path / "preds", prepared.labels_dir, tmp_path, capsys)
+    assert "ids" in rejects_inprocess(ev, "val", tmp_path / "preds", prepared.labels_dir, tmp_path, capsys)
 
 
 def test_val_phase_cannot_reach_the_labels(prepared, tmp_path):

@@ -11,21 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from task_kit import (code_copy, evaluate, evaluate_ok, prepare_again, prepared_digest, prepared_task, run_driver,
-                      task_dir, task_module)
+from task_kit import (code_copy, ev, evaluate, evaluate_ok, prepare_again, prepared, prepared_digest, run_driver,
+                      task_dir)
 
 TASK = "federated_learning"
 TASK_DIR = task_dir(TASK)
-
-
-@pytest.fixture(scope="module")
-def prepared():
-    return prepared_task(TASK)
-
-
-@pytest.fixture(scope="module")
-def ev():
-    return task_module(TASK)
 
 
 def test_prepare_is_deterministic_and_clients_are_non_iid(prepared, tmp_path: Path) -> None:

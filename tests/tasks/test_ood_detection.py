@@ -12,25 +12,10 @@ import pytest
 
 from benchmark import workspace as ws
 from benchmark.task import TaskSpec
-from task_kit import baseline_run, code_copy, overlay_run, phase_args, prepared_task, run_driver, task_module
+from task_kit import baseline_run, code_copy, ev, overlay_run, phase_args, prepared, run_driver, spec
 
-NAME = "ood_detection"
+TASK = "ood_detection"
 PIXELS = [f"p{i}" for i in range(64)]
-
-
-@pytest.fixture(scope="module")
-def prepared() -> ws.PreparedTask:
-    return prepared_task(NAME)
-
-
-@pytest.fixture(scope="module")
-def spec(prepared: ws.PreparedTask) -> TaskSpec:
-    return prepared.spec
-
-
-@pytest.fixture(scope="module")
-def ev():
-    return task_module(NAME)
 
 
 def test_prepared_data_val_and_test_ood_sources_differ(prepared: ws.PreparedTask, spec: TaskSpec,
@@ -76,12 +61,12 @@ def test_ids_and_row_order_carry_no_label_information(prepared: ws.PreparedTask,
 
 
 def test_baseline_beats_the_floor(spec: TaskSpec) -> None:
-    outcome = baseline_run(NAME).outcome  # its record: tests/test_tasks.py
+    outcome = baseline_run(TASK).outcome  # its record: tests/test_tasks.py
     assert outcome.ok and spec.metric.better(outcome.primary, spec.metric.floor), outcome.bug_reason
 
 
 def test_constant_scores_accept_every_ood_image(spec: TaskSpec) -> None:
-    outcome = overlay_run(NAME, "checks/constant", "val").outcome
+    outcome = overlay_run(TASK, "checks/constant", "val").outcome
     assert outcome.ok, outcome.bug_reason
     assert outcome.metrics["fpr_at_95_tpr"] == 1.0 and outcome.metrics["auroc"] == 0.5
 

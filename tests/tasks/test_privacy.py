@@ -18,21 +18,11 @@ import pandas as pd
 import pytest
 
 from conftest import HANG_TIMEOUT_S
-from task_kit import TASK_ENV, baseline_run, code_copy, phase_args, prepared_task, run_driver, task_dir, task_module
+from task_kit import TASK_ENV, baseline_run, code_copy, ev, phase_args, prepared, run_driver, task_dir
 
 TASK = "privacy"
 TASK_DIR = task_dir(TASK)
 WORLDS = {"val": "public_dir", "test": "test_inputs_dir"}
-
-
-@pytest.fixture(scope="module")
-def prepared():
-    return prepared_task(TASK)
-
-
-@pytest.fixture(scope="module")
-def ev():
-    return task_module(TASK)
 
 
 def harness_module(name: str):

@@ -12,21 +12,11 @@ import pandas as pd
 import pytest
 
 from conftest import SESSION_START_ENV
-from task_kit import (code_copy, evaluator_rejects, phase_args, prepare_again, prepared_digest, prepared_task,
-                      run_driver, task_dir, task_module)
+from task_kit import (code_copy, ev, evaluator_rejects, phase_args, prepare_again, prepared, prepared_digest,
+                      run_driver, task_dir)
 
 TASK = "representation_learning"
 TASK_DIR = task_dir(TASK)
-
-
-@pytest.fixture(scope="module")
-def prepared():
-    return prepared_task(TASK)
-
-
-@pytest.fixture(scope="module")
-def ev():
-    return task_module(TASK)
 
 
 def inputs(prepared, phase: str) -> dict:

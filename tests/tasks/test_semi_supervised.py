@@ -12,25 +12,10 @@ import pytest
 
 from benchmark import workspace as ws
 from benchmark.task import TaskSpec
-from task_kit import baseline_run, code_copy, phase_args, prepared_task, run_driver, task_module, with_params
+from task_kit import baseline_run, code_copy, ev, phase_args, prepared, run_driver, spec, with_params
 
-NAME = "semi_supervised"
+TASK = "semi_supervised"
 PIXELS = [f"p{i}" for i in range(64)]
-
-
-@pytest.fixture(scope="module")
-def prepared() -> ws.PreparedTask:
-    return prepared_task(NAME)
-
-
-@pytest.fixture(scope="module")
-def spec(prepared: ws.PreparedTask) -> TaskSpec:
-    return prepared.spec
-
-
-@pytest.fixture(scope="module")
-def ev():
-    return task_module(NAME)
 
 
 def test_prepared_data_exposes_one_label_per_class(prepared: ws.PreparedTask) -> None:
@@ -99,6 +84,6 @@ def test_labels_alone_and_the_baseline_leave_the_scale_open(prepared: ws.Prepare
     code = code_copy(prepared, tmp_path / "code", {"params.json": with_params(prepared, method="supervised")})
     assert run_driver(code, *phase_args(prepared, "val", tmp_path / "out")).returncode == 0
     supervised = ev.evaluate("val", tmp_path / "out", prepared.labels_dir)["accuracy"]
-    baseline = baseline_run(NAME).outcome
+    baseline = baseline_run(TASK).outcome
     assert baseline.ok and spec.metric.better(baseline.primary, spec.metric.floor), baseline.bug_reason
     assert supervised < spec.baseline.val[0] < spec.metric.target - 0.2

@@ -11,20 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from task_kit import code_copy, evaluator_rejects, phase_args, prepared_task, run_driver, task_dir, task_module
+from task_kit import code_copy, ev, evaluator_rejects, phase_args, prepared, run_driver, task_dir
 
 TASK = "unlearning"
 TASK_DIR = task_dir(TASK)
-
-
-@pytest.fixture(scope="module")
-def prepared():
-    return prepared_task(TASK)
-
-
-@pytest.fixture(scope="module")
-def ev():
-    return task_module(TASK)
 
 
 def original(prepared) -> dict[str, np.ndarray]:
