@@ -1,85 +1,24 @@
-"""Generic checks every built-in task goes through, parametrized over the folders under ml_tasks/ (a new task
-is picked up by being there). The full `setup.py --check` runs in the default suite for the fixed fast
-subset named `ci` in ml_tasks/suites.yaml; for every other task it, and a second prepare to check
-determinism, are marked slow (`pytest -m slow`)."""
+"""Suites (ml_tasks/suites.yaml), `setup.py --suite`, and the built-in tasks' requirements taken together.
+Every task's own checks: tests/test_tasks.py."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from benchmark import workspace as ws
 from benchmark.plugins import get_registry
 from benchmark.suites import load_suites, suite_tasks
-from benchmark.task import load_task
-from benchmark.task_check import check_task
 
 REPO = Path(__file__).resolve().parents[1]
-TASK_DIRS = sorted(p.parent for p in (REPO / "ml_tasks").glob("*/task.yaml"))
-CHECKED_BY_DEFAULT = set(suite_tasks("ci"))  # fast tasks whose full check runs in the default suite
-
-
-def each_task(slow_unless_checked: bool = False) -> list:
-    params = []
-    for task_dir in TASK_DIRS:
-        marks = [pytest.mark.slow] if slow_unless_checked and task_dir.name not in CHECKED_BY_DEFAULT else []
-        params.append(pytest.param(task_dir, id=task_dir.name, marks=marks))
-    return params
-
-
-def test_there_are_tasks() -> None:
-    assert "causality" in {d.name for d in TASK_DIRS}
-
-
-@pytest.mark.parametrize("task_dir", each_task())
-def test_manifest_is_complete(task_dir: Path) -> None:
-    spec = load_task(task_dir)
-    assert spec.name == task_dir.name, "the folder and the manifest's name must agree"
-    m = spec.metric
-    assert m.rationale.strip() and m.best_possible is not None, "say what the best possible score is"
-    assert m.better(m.target, m.floor) and not m.better(m.target, m.best_possible)
-    assert spec.baseline is not None and spec.baseline.seeds, "record the baseline's measured val and test scores"
-    assert spec.checks.trivial, "declare a trivial-predictor overlay (checks.trivial)"
-
-
-@pytest.mark.parametrize("task_dir", each_task())
-def test_description_states_the_metric_and_limits(task_dir: Path) -> None:
-    spec = load_task(task_dir)
-    text = spec.description_text().lower()
-    assert spec.metric.name.lower() in text, f"{spec.description} never names the metric {spec.metric.name}"
-    assert f"{spec.metric.direction} is better" in text, "say whether lower or higher is better"
-    # the limit is CPU time of the job (benchmark/executors): say so in the unit
-    assert f"{spec.budget.step_timeout_s:g} cpu-seconds" in text, "state the run's limit in CPU seconds (e.g. '120 CPU-seconds')"
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("task_dir", [p for p in each_task() if p.values[0].name not in CHECKED_BY_DEFAULT])
-def test_prepare_is_deterministic(task_dir: Path, tmp_path: Path) -> None:
-    """Two prepares write the same bytes (the `ci` tasks: covered by their full check below)."""
-    spec = load_task(task_dir)
-    sums = []
-    for root in (tmp_path / "a", tmp_path / "b"):
-        prepared = ws.prepare(spec, root=root, log=lambda _: None)
-        sums.append(json.loads((prepared.root / ws.CHECKSUM_FILE).read_text())["files"])
-    assert sums[0] == sums[1]
-
-
-@pytest.mark.parametrize("task_dir", each_task(slow_unless_checked=True))
-def test_full_check(task_dir: Path, workspace_root: Path) -> None:
-    # The 60 s val limit is the CLI's; a test on a shared machine reports the time instead of asserting it.
-    report = check_task(task_dir, root=workspace_root, val_seconds_limit=None)
-    print(report.table())
-    assert report.ok, report.table()
+BUILTIN = {p.parent.name for p in (REPO / "ml_tasks").glob("*/task.yaml")}
 
 
 def test_suites_name_only_existing_tasks() -> None:
     known = set(get_registry().tasks)
-    builtin = {d.name for d in TASK_DIRS}
     for name, tasks in load_suites().items():
         assert tasks and len(set(tasks)) == len(tasks), f"suite {name} lists a task twice"
-        assert set(tasks) <= builtin & known, f"suite {name} names tasks that are not built in: {set(tasks) - builtin}"
+        assert set(tasks) <= BUILTIN & known, f"suite {name} names tasks that are not built in: {set(tasks) - BUILTIN}"
 
 
 @pytest.mark.slow
@@ -106,6 +45,6 @@ def test_setup_suite_prepares_its_tasks(causality, workspace_root: Path) -> None
     result = run_cli("--suite", "ci", "--skip-requirements", script="setup.py",
                      env={"RESEARCHBENCH_WORKSPACE": str(workspace_root)})
     assert result.returncode == 0, result.stderr
-    assert {line.split(":")[0] for line in result.stdout.splitlines()} == CHECKED_BY_DEFAULT
+    assert {line.split(":")[0] for line in result.stdout.splitlines()} == set(suite_tasks("ci"))
     unknown = run_cli("--suite", "nope", script="setup.py")
     assert unknown.returncode == 2 and unknown.stderr.startswith("error: unknown suite 'nope'; known suites: ci, lite")

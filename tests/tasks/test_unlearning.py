@@ -1,8 +1,6 @@
-"""The unlearning task: data, floor, the evaluator's own membership-inference audit, hostile weights.
-
-The driver runs as a plain subprocess from a copy of the pristine baseline; the baseline-record check
-goes through the sandbox and is marked slow.
-"""
+"""The unlearning task's own checks: data, floor, the evaluator's own membership-inference audit, hostile
+weights, and the driver's architecture rule (run as a plain subprocess from a copy of the pristine baseline).
+The checks every task gets: tests/test_tasks.py."""
 
 from __future__ import annotations
 
@@ -13,21 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.task_helpers import (REPO, code_copy, evaluator_module, prepare_again, prepared_digest, prepared_task,
-                                run_driver, run_evaluator, sandboxed_phase)
+from task_kit import code_copy, ev, evaluator_rejects, phase_args, prepared, run_driver, task_dir
 
 TASK = "unlearning"
-TASK_DIR = REPO / "ml_tasks" / TASK
-
-
-@pytest.fixture(scope="module")
-def prepared(workspace_root):
-    return prepared_task(TASK)
-
-
-@pytest.fixture(scope="module")
-def ev():
-    return evaluator_module(TASK)
+TASK_DIR = task_dir(TASK)
 
 
 def original(prepared) -> dict[str, np.ndarray]:
@@ -38,11 +25,6 @@ def original(prepared) -> dict[str, np.ndarray]:
 def hidden(prepared, phase: str) -> dict[str, np.ndarray]:
     with np.load(prepared.labels_dir / f"eval_{phase}.npz") as data:
         return {k: data[k] for k in data.files}
-
-
-@pytest.mark.slow  # prepare trains the original model (about 5 s of CPU); run twice here
-def test_prepare_is_deterministic(prepared, tmp_path: Path) -> None:
-    assert prepare_again(prepared, tmp_path / "again") == prepared_digest(prepared)
 
 
 def test_agent_visible_data_holds_no_hidden_image(prepared) -> None:
@@ -130,16 +112,14 @@ def test_evaluator_never_unpickles_and_rejects_bombs(prepared, ev, tmp_path: Pat
             archive.writestr(f"{key}.npy", b"\0" * (8 << 20))  # compresses to KBs, inflates to 32 MB
     with pytest.raises(ev.InvalidPredictions, match="exactly the arrays"):
         ev.evaluate("val", tmp_path / "bomb", prepared.labels_dir)
-    metrics = tmp_path / "m.json"
-    result = run_evaluator(TASK, "val", tmp_path / "bomb", prepared.labels_dir, metrics)
-    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1 and not metrics.exists()
+    evaluator_rejects(prepared.spec, "val", tmp_path / "bomb", prepared.labels_dir, tmp_path)
 
 
 def test_driver_rejects_a_different_architecture(prepared, tmp_path: Path) -> None:
     unlearn = ("import torch\ndef unlearn(model, fx, fy, rx, ry, params, device):\n"
                "    return torch.nn.Sequential(torch.nn.Linear(100, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))\n")
     code = code_copy(prepared, tmp_path / "code", {"unlearn.py": unlearn})
-    result = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(tmp_path / "out"))
+    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
     assert result.returncode == 1 and "architecture of arch.py" in result.stderr, result.stderr
     assert not (tmp_path / "out" / "model.npz").exists()
 
@@ -148,27 +128,3 @@ def test_description_states_the_formula() -> None:
     text = (TASK_DIR / "description.md").read_text()
     assert "unlearning_score` = retain_acc x heldout_acc x (1 - mia_gap)" in text and "2 x |AUROC - 0.5|" in text
     assert "labels/" not in text and "evaluate.py" not in text
-
-
-@pytest.mark.slow
-def test_baseline_reproduces_its_record_and_the_trivial_overlay_stays_at_the_floor(prepared, tmp_path: Path) -> None:
-    spec = prepared.spec
-    seed = spec.baseline.seeds[0]
-    for phase, recorded in (("val", spec.baseline.val[0]), ("test", spec.baseline.test[0])):
-        outcome = sandboxed_phase(prepared, phase, seed, tmp_path / phase)
-        assert outcome.ok, outcome.bug_reason
-        assert outcome.primary == pytest.approx(recorded, abs=6e-5)
-    for overlay in spec.checks.trivial:
-        trivial = {p.name: p.read_text() for p in (TASK_DIR / overlay).iterdir()}
-        outcome = sandboxed_phase(prepared, "test", 0, tmp_path / overlay, trivial)
-        assert outcome.ok and not spec.metric.better(outcome.primary, spec.metric.floor)
-
-
-@pytest.mark.slow
-def test_reference_reaches_the_target_on_every_baseline_seed(prepared, tmp_path: Path) -> None:
-    spec = prepared.spec
-    files = {p.name: p.read_text() for p in (TASK_DIR / spec.checks.reference).iterdir()}
-    for seed in spec.baseline.seeds:
-        outcome = sandboxed_phase(prepared, "test", seed, tmp_path / f"ref{seed}", files)
-        assert outcome.ok, outcome.bug_reason
-        assert not spec.metric.better(spec.metric.target, outcome.primary), (seed, outcome.primary)

@@ -1,16 +1,14 @@
-"""The adversarial_robustness task: data, driver, the harness-owned attack, and what cannot game it.
+"""The adversarial_robustness task's own checks: data, driver, the harness-owned attack, and what cannot game it.
+The checks every task gets (record, floor, hostile files, reference): tests/test_tasks.py.
 
 Attack-running checks use the evaluator in-process on a slice of the validation images. The
 gradient-masking checks still cost ~40 CPU-seconds (Square Attack runs its full query budget on
-every image a masked network survives), so they, the driver round trip and the sandboxed re-run of
-a recorded seed are `@pytest.mark.slow` (`pytest -m slow tests/test_task_adversarial_robustness.py`).
+every image a masked network survives), so they and the driver round trip are `@pytest.mark.slow`.
 """
 
 from __future__ import annotations
 
-import json
 import pickle
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,26 +18,10 @@ import pytest
 
 from benchmark import workspace as ws
 from benchmark.task import TaskSpec
-from tests.task_harness import (code_copy, load_evaluator, prepare_into, reproduce_seed, run_driver, run_evaluator,
-                                spec_of, with_params)
+from task_kit import code_copy, ev, evaluate, phase_args, prepared, run_driver, spec, with_params
 
-NAME = "adversarial_robustness"
+TASK = "adversarial_robustness"
 SLICE = 32  # validation images attacked by the in-process checks
-
-
-@pytest.fixture(scope="module")
-def spec() -> TaskSpec:
-    return spec_of(NAME)
-
-
-@pytest.fixture(scope="module")
-def prepared(spec: TaskSpec, tmp_path_factory: pytest.TempPathFactory) -> ws.PreparedTask:
-    return prepare_into(spec, tmp_path_factory.mktemp("adv-ws"))
-
-
-@pytest.fixture(scope="module")
-def ev(spec: TaskSpec):
-    return load_evaluator(spec)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +70,7 @@ def test_prepared_data_keeps_evaluation_images_hidden(prepared: ws.PreparedTask,
 @pytest.mark.slow
 def test_driver_exports_weights_that_the_evaluator_scores(prepared: ws.PreparedTask, ev, tmp_path: Path) -> None:
     code = code_copy(prepared, tmp_path / "code", {"params.json": with_params(prepared, epochs=2, width=32)})
-    result = run_driver(code, "val", prepared, tmp_path / "out")
+    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     files = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert files == ["model.safetensors"]
@@ -121,7 +103,7 @@ def test_a_pickled_payload_is_rejected_and_never_runs(spec: TaskSpec, prepared: 
     (handed / "model.safetensors").write_bytes(pickle.dumps(Payload(str(marker))))
     metrics = tmp_path / "metrics.json"
     metrics.write_text('{"metrics": {"robust_accuracy": 1.0}}')  # a stale file must not survive
-    result = run_evaluator(spec, "val", handed, prepared.labels_dir, metrics)
+    result = evaluate(spec, "val", handed, prepared.labels_dir, metrics)
     assert result.returncode == 1
     assert len(result.stderr.strip().splitlines()) == 1 and "not a readable safetensors file" in result.stderr
     assert not marker.exists() and not metrics.exists()
@@ -156,25 +138,11 @@ def test_models_outside_the_family_are_rejected(ev, family, tmp_path: Path, brea
         ev.load_model(path)
 
 
-@pytest.mark.parametrize("content, reason", [
-    (None, "was not written"),
-    (b"", "not a readable safetensors file"),
-    (b"\xff" * 64, "not a readable safetensors file"),
-    (b"\x10\x00\x00\x00\x00\x00\x00\x00{\"a\": 1}       ", "not a readable safetensors file"),
-], ids=["missing", "empty", "garbage", "bad-header"])
-def test_unreadable_model_files_are_rejected(ev, tmp_path: Path, content: bytes | None, reason: str) -> None:
+def test_a_safetensors_header_that_lies_is_rejected(ev, tmp_path: Path) -> None:
+    """(No file, empty, garbage and oversized files: tests/test_tasks.py.)"""
     path = tmp_path / "model.safetensors"
-    if content is not None:
-        path.write_bytes(content)
-    with pytest.raises(ev.InvalidPredictions, match=reason):
-        ev.load_model(path)
-
-
-def test_oversized_model_file_is_rejected_before_parsing(ev, tmp_path: Path) -> None:
-    path = tmp_path / "model.safetensors"
-    with path.open("wb") as handle:
-        handle.truncate(ev.MAX_MODEL_BYTES + 1)  # sparse: costs no disk
-    with pytest.raises(ev.InvalidPredictions, match="at most"):
+    path.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{\"a\": 1}       ")
+    with pytest.raises(ev.InvalidPredictions, match="not a readable safetensors file"):
         ev.load_model(path)
 
 
@@ -187,8 +155,8 @@ def test_constant_network_scores_zero_on_val_and_test_with_the_same_attack(prepa
 
     The attack stages are recorded, not run (a constant network survives them all, so running them is
     pure cost); that ART accepts the constant network at all is checked by building every stage."""
-    code = code_copy(prepared, tmp_path / "code", overlay=spec.task_dir / "checks" / "constant")
-    result = run_driver(code, "val", prepared, tmp_path / "out")
+    code = code_copy(prepared, tmp_path / "code", overlay_dir=spec.task_dir / "checks" / "constant")
+    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     seen = []
     real_stages = ev.stages
@@ -261,24 +229,3 @@ def test_a_steep_ramp_quantizer_is_scored_at_its_true_robustness(family, ev, pre
     truth = float(np.mean(exact))
     assert metrics["robust_after_apgd_dlr"] > truth + 0.05  # gradient attacks alone are fooled...
     assert truth <= metrics["robust_accuracy_unconstrained"] <= truth + 1.5 / SLICE  # ...Square is not
-
-
-# --- the recorded baseline -----------------------------------------------------------------------------------------
-
-@pytest.mark.slow
-def test_prepare_is_byte_for_byte_deterministic(prepared: ws.PreparedTask, spec: TaskSpec, tmp_path: Path) -> None:
-    subprocess.run([sys.executable, str(spec.task_dir / "prepare.py"), "--out", str(tmp_path)], check=True)
-    for folder in (spec.data.public, spec.data.test_inputs, spec.data.labels):
-        written = sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / folder).rglob("*") if p.is_file())
-        assert written and written == sorted(p.relative_to(prepared.root).as_posix()
-                                             for p in (prepared.root / folder).rglob("*") if p.is_file())
-        for rel in written:
-            assert (tmp_path / rel).read_bytes() == (prepared.root / rel).read_bytes(), rel
-
-
-@pytest.mark.slow
-def test_baseline_seed_reproduces_the_record(prepared: ws.PreparedTask, spec: TaskSpec, tmp_path: Path) -> None:
-    val, test = reproduce_seed(prepared, tmp_path)
-    assert spec.baseline is not None
-    assert val == pytest.approx(spec.baseline.val[0], abs=1e-9) and test == pytest.approx(spec.baseline.test[0], abs=1e-9)
-    assert spec.metric.better(val, spec.metric.floor) and spec.metric.better(test, spec.metric.floor)

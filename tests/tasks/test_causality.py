@@ -1,19 +1,12 @@
-"""The causality task end to end, without the sandbox: prepare, driver, evaluator, floor.
-
-The driver runs as a plain subprocess from a copy of the pristine baseline, the way an executor would
-run it; sandboxing is tested elsewhere. Scores come only from predictions.csv via evaluate.py.
-"""
+"""The causality task's own checks: the driver outside the sandbox (what it opens and writes, what it rejects),
+the floor is the oracle constant, the evaluator's PEHE and value rules, and what the public data hold.
+The checks every task gets (record, floor, hostile predictions, reference): tests/test_tasks.py."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +14,12 @@ import pandas as pd
 import pytest
 
 from benchmark import workspace as ws
-from benchmark.task import TaskSpec, load_task
-from conftest import HANG_TIMEOUT_S
+from benchmark.task import TaskSpec
+from task_kit import (baseline_run, code_copy, evaluate_ok, evaluator_rejects, phase_args, prepared, run_driver, spec,
+                      task_dir)
 
-REPO = Path(__file__).resolve().parents[1]
-TASK_DIR = REPO / "ml_tasks" / "causality"
+TASK = "causality"
+TASK_DIR = task_dir(TASK)
 METRIC_KEYS = {"pehe", "ite_mae", "ate_abs_error"}
 
 # Runs driver.py under an audit hook that logs every file the process opens or lists, so a test can
@@ -47,46 +41,10 @@ AUDIT_WRAPPER = textwrap.dedent("""\
 """)
 
 
-@pytest.fixture(scope="module")
-def spec() -> TaskSpec:
-    return load_task(TASK_DIR)
-
-
-@pytest.fixture(scope="module")
-def prepared(spec: TaskSpec, tmp_path_factory: pytest.TempPathFactory) -> ws.PreparedTask:
-    return ws.prepare(spec, root=tmp_path_factory.mktemp("causality-ws"), log=lambda _: None)
-
-
-def code_copy(prepared: ws.PreparedTask, dest: Path, files: dict[str, str] | None = None) -> Path:
-    """A fresh code dir: the pristine baseline with some editable files replaced."""
-    shutil.copytree(prepared.baseline_dir, dest)
-    for rel, text in (files or {}).items():
-        (dest / rel).write_text(text)
-    return dest
-
-
-def run_driver(code: Path, *args: str, wrapper: Path | None = None, env: dict[str, str] | None = None,
-               timeout: float = HANG_TIMEOUT_S) -> tuple[subprocess.CompletedProcess, float]:
-    argv = [sys.executable, str(wrapper) if wrapper else "driver.py", *args]
-    started = time.perf_counter()
-    result = subprocess.run(argv, cwd=code, capture_output=True, text=True, timeout=timeout,
-                            env={**os.environ, "OMP_NUM_THREADS": "2", **(env or {})})
-    return result, time.perf_counter() - started
-
-
-def evaluate(phase: str, predictions_dir: Path, labels_dir: Path, metrics: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(TASK_DIR / "evaluate.py"), "--phase", phase,
-                           "--predictions-dir", str(predictions_dir), "--labels", str(labels_dir),
-                           "--metrics", str(metrics)], capture_output=True, text=True, timeout=60)
-
-
 def score(phase: str, predictions_dir: Path, prepared: ws.PreparedTask, tmp: Path) -> dict[str, float]:
-    metrics = tmp / f"metrics-{phase}.json"
-    result = evaluate(phase, predictions_dir, prepared.labels_dir, metrics)
-    assert result.returncode == 0, result.stderr
-    payload = json.loads(metrics.read_text())
-    assert set(payload) == {"metrics"} and set(payload["metrics"]) == METRIC_KEYS
-    return payload["metrics"]
+    metrics = evaluate_ok(prepared.spec, phase, predictions_dir, prepared.labels_dir, tmp)
+    assert set(metrics) == METRIC_KEYS
+    return metrics
 
 
 def recomputed_floor(labels: Path) -> float:
@@ -94,39 +52,25 @@ def recomputed_floor(labels: Path) -> float:
     return float(np.mean([np.sqrt(np.mean((g - g.mean()) ** 2)) for _, g in truth.groupby("rep")["ite"]]))
 
 
-@pytest.fixture(scope="module")
-def baseline_val(prepared: ws.PreparedTask, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """The baseline val phase, run where no labels exist: only a copy of the public data is around."""
-    tmp = tmp_path_factory.mktemp("baseline-val")
-    data = tmp / "data"
-    shutil.copytree(prepared.public_dir, data)
-    code = code_copy(prepared, tmp / "code")
-    result, seconds = run_driver(code, "--phase", "val", "--data", str(data), "--out", str(tmp / "out"))
-    assert result.returncode == 0, result.stderr
-    return {"seconds": seconds, "predictions": (tmp / "out" / "predictions.csv").read_bytes(),
-            "metrics": score("val", tmp / "out", prepared, tmp), "stderr": result.stderr}
-
-
 # --- the baseline ---------------------------------------------------------------------------------------------
 
-def test_baseline_val_phase_beats_the_floor(baseline_val: dict, spec: TaskSpec) -> None:
-    # Its time is `setup.py --check`'s baseline-val row (60 s on 2 idle cores), not a test's: load would flake it.
-    pehe = baseline_val["metrics"]["pehe"]
-    assert math.isfinite(pehe) and 0 < pehe < spec.metric.floor
-    assert all(math.isfinite(v) for v in baseline_val["metrics"].values())
-    assert "Warning" not in baseline_val["stderr"]  # the agent reads stderr: keep it clean
-    print(f"baseline val PEHE {pehe:.4f} in {baseline_val['seconds']:.1f} s (floor {spec.metric.floor:.4f})")
+def test_baseline_val_phase_beats_the_floor_with_a_clean_stderr(spec: TaskSpec) -> None:
+    outcome = baseline_run(TASK).outcome
+    assert outcome.ok, outcome.bug_reason
+    assert all(math.isfinite(v) for v in outcome.metrics.values())
+    assert 0 < outcome.primary < spec.metric.floor
+    assert b"Warning" not in outcome.stderr  # the agent reads stderr: keep it clean
 
 
-def test_driver_never_opens_labels_and_writes_only_out_and_cwd(prepared: ws.PreparedTask, baseline_val: dict,
-                                                                tmp_path: Path) -> None:
-    """With the labels present next to the data, the driver never touches them; output is deterministic."""
+def test_driver_never_opens_labels_and_writes_only_out_and_cwd(prepared: ws.PreparedTask, tmp_path: Path) -> None:
+    """With the labels present next to the data, the driver never touches them; its predictions are the ones
+    the sandboxed baseline run wrote."""
     code = code_copy(prepared, tmp_path / "code")
     (tmp_path / "audit.py").write_text(AUDIT_WRAPPER)
     log = tmp_path / "audit.log"
     out = tmp_path / "out"
-    result, _ = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(out),
-                           wrapper=tmp_path / "audit.py", env={"AUDIT_LOG": str(log)})
+    result = run_driver(code, *phase_args(prepared, "val", out), script=str(tmp_path / "audit.py"),
+                        env={"AUDIT_LOG": str(log)})
     assert result.returncode == 0, result.stderr
     events = [line.split("\t", 1) for line in log.read_text().splitlines()]
     touched = [Path(p) for _, p in events]
@@ -136,19 +80,12 @@ def test_driver_never_opens_labels_and_writes_only_out_and_cwd(prepared: ws.Prep
     allowed = (out.resolve(), code.resolve())
     writes = [Path(p) for kind, p in events if kind == "w"]
     assert writes and not [p for p in writes if not any(p == a or a in p.parents for a in allowed)]
-    assert (out / "predictions.csv").read_bytes() == baseline_val["predictions"]
+    assert (out / "predictions.csv").read_bytes() == (baseline_run(TASK).predictions / "predictions.csv").read_bytes()
 
 
-def test_baseline_test_phase_beats_the_floor(prepared: ws.PreparedTask, spec: TaskSpec, tmp_path: Path) -> None:
-    code = code_copy(prepared, tmp_path / "code")
-    result, seconds = run_driver(code, "--phase", "test", "--data", str(prepared.public_dir), "--test-inputs",
-                                 str(prepared.test_inputs_dir), "--out", str(tmp_path / "out"))
-    assert result.returncode == 0, result.stderr
-    pehe = score("test", tmp_path / "out", prepared, tmp_path)["pehe"]
-    assert math.isfinite(pehe) and pehe < spec.metric.floor
-    print(f"baseline test PEHE {pehe:.4f} in {seconds:.1f} s")
-    # val predictions do not pass for test ones: the evaluator checks every (rep, unit)
-    assert evaluate("val", tmp_path / "out", prepared.labels_dir, tmp_path / "m.json").returncode != 0
+def test_val_predictions_do_not_pass_for_test(prepared: ws.PreparedTask, tmp_path: Path) -> None:
+    """The evaluator checks every (rep, unit) of the phase."""
+    evaluator_rejects(prepared.spec, "test", baseline_run(TASK).predictions, prepared.labels_dir, tmp_path)
 
 
 # --- floor -----------------------------------------------------------------------------------------------------
@@ -184,8 +121,7 @@ def test_constant_predictors_do_not_beat_the_floor(prepared: ws.PreparedTask, sp
                                                    model: str, shift: float | None) -> None:
     params = {"ates": oracle_constants(prepared), "shift": shift} if shift is not None else {}
     code = code_copy(prepared, tmp_path / "code", {"model.py": model, "params.json": json.dumps(params)})
-    result, _ = run_driver(code, "--phase", "test", "--data", str(prepared.public_dir), "--test-inputs",
-                           str(prepared.test_inputs_dir), "--out", str(tmp_path / "out"))
+    result = run_driver(code, *phase_args(prepared, "test", tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     pehe = score("test", tmp_path / "out", prepared, tmp_path)["pehe"]
     assert not spec.metric.better(pehe, spec.metric.floor * (1 - 1e-9))
@@ -201,27 +137,17 @@ def _valid_val_predictions(prepared: ws.PreparedTask) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("breakage, reason", [
-    (lambda f: f.iloc[1:], "missing"),
-    (lambda f: pd.concat([f, f.iloc[:1]]), "duplicated"),
-    (lambda f: f.assign(ite=[np.nan] + list(f["ite"].iloc[1:])), "NaN or infinite"),
     (lambda f: f.assign(ite=[np.inf] + list(f["ite"].iloc[1:])), "NaN or infinite"),
-    (lambda f: pd.concat([f, pd.DataFrame({"rep": [0], "unit": [10_000], "ite": [1.0]})]), "unexpected"),
     (lambda f: f.drop(columns="ite"), "lacks columns"),
     (lambda f: f.assign(ite=["abc"] + list(f["ite"].iloc[1:])), "not numbers"),
     (lambda f: f.assign(unit=f["unit"] + 0.5), "must hold integers"),
-    (None, "was not written"),
-], ids=["missing-row", "duplicate", "nan", "inf", "extra-row", "no-ite-column", "text", "float-unit", "no-file"])
+], ids=["inf", "no-ite-column", "text", "float-unit"])
 def test_evaluator_rejects_invalid_predictions(prepared: ws.PreparedTask, tmp_path: Path, breakage, reason: str) -> None:
+    """Beyond tests/test_tasks.py's hostile cases (no file, binary, NaN, foreign, duplicated, missing rows)."""
     preds = tmp_path / "preds"
     preds.mkdir()
-    if breakage is not None:
-        breakage(_valid_val_predictions(prepared)).to_csv(preds / "predictions.csv", index=False)
-    metrics = tmp_path / "metrics.json"
-    metrics.write_text('{"metrics": {"pehe": 0.0}}')  # a stale file must not survive a failed evaluation
-    result = evaluate("val", preds, prepared.labels_dir, metrics)
-    assert result.returncode != 0
-    assert len(result.stderr.strip().splitlines()) == 1 and reason in result.stderr, result.stderr
-    assert not metrics.exists()
+    breakage(_valid_val_predictions(prepared)).to_csv(preds / "predictions.csv", index=False)
+    assert reason in evaluator_rejects(prepared.spec, "val", preds, prepared.labels_dir, tmp_path)
 
 
 def test_evaluator_scores_known_errors(prepared: ws.PreparedTask, tmp_path: Path) -> None:
@@ -244,14 +170,14 @@ def test_evaluator_scores_known_errors(prepared: ws.PreparedTask, tmp_path: Path
 ], ids=["wrong-length", "nan", "no-function", "bad-params"])
 def test_driver_rejects_bad_model_output(prepared: ws.PreparedTask, tmp_path: Path, files: dict, reason: str) -> None:
     code = code_copy(prepared, tmp_path / "code", files)
-    result, _ = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(tmp_path / "out"))
+    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
     assert result.returncode == 1 and "driver error: " in result.stderr and reason in result.stderr, result.stderr
     assert not (tmp_path / "out" / "predictions.csv").exists()
 
 
 def test_driver_test_phase_needs_test_inputs(prepared: ws.PreparedTask, tmp_path: Path) -> None:
     code = code_copy(prepared, tmp_path / "code")
-    result, _ = run_driver(code, "--phase", "test", "--data", str(prepared.public_dir), "--out", str(tmp_path / "o"))
+    result = run_driver(code, "--phase", "test", "--data", str(prepared.public_dir), "--out", str(tmp_path / "o"))
     assert result.returncode == 2 and "--test-inputs" in result.stderr
 
 
@@ -268,22 +194,3 @@ def test_public_data_hides_outcomes_of_val_and_test_units(prepared: ws.PreparedT
     assert sum(map(len, units)) == 747 and train["rep"].nunique() == 10
     description = (TASK_DIR / "description.md").read_text()
     assert "labels" not in description and "test_inputs" not in description and "evaluate.py" not in description
-
-
-# --- the target and the knob surface ---------------------------------------------------------------------------
-
-def test_reference_solution_reaches_the_target(prepared: ws.PreparedTask, spec: TaskSpec, tmp_path: Path) -> None:
-    """checks.reference (the well-specified surface-B fit) scores the target or better on the hidden test."""
-    reference = TASK_DIR / spec.checks.reference
-    files = {p.name: p.read_text() for p in reference.iterdir() if p.is_file()}
-    code = code_copy(prepared, tmp_path / "code", files)
-    result, _ = run_driver(code, "--phase", "test", "--data", str(prepared.public_dir), "--test-inputs",
-                           str(prepared.test_inputs_dir), "--out", str(tmp_path / "out"))
-    assert result.returncode == 0, result.stderr
-    pehe = score("test", tmp_path / "out", prepared, tmp_path)["pehe"]
-    assert spec.metric.best_possible < pehe <= spec.metric.target
-
-
-def test_every_params_value_is_a_declared_knob(spec: TaskSpec) -> None:
-    params = json.loads((TASK_DIR / "baseline" / "params.json").read_text())
-    assert set(params) == set(spec.knobs.space)

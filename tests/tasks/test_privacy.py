@@ -1,8 +1,8 @@
 """The privacy task (membership inference): the split, nothing agent-visible that encodes membership, the
 evaluator's TPR at low FPR and its floor, hostile scores, the driver's checks of what the attack returns.
 
-Drivers run as plain subprocesses from a copy of the pristine baseline; the sandboxed baseline record is
-slow-marked (tests/test_task_references.py runs the reference).
+Drivers run as plain subprocesses from a copy of the pristine baseline. The checks every task gets (record,
+floor, hostile predictions, reference): tests/test_tasks.py.
 """
 
 from __future__ import annotations
@@ -18,22 +18,11 @@ import pandas as pd
 import pytest
 
 from conftest import HANG_TIMEOUT_S
-from tests.task_helpers import (REPO, code_copy, evaluator_module, prepare_again, prepared_digest, prepared_task,
-                                run_driver, run_evaluator, sandboxed_phase)
+from task_kit import TASK_ENV, baseline_run, code_copy, ev, phase_args, prepared, run_driver, task_dir
 
 TASK = "privacy"
-TASK_DIR = REPO / "ml_tasks" / TASK
+TASK_DIR = task_dir(TASK)
 WORLDS = {"val": "public_dir", "test": "test_inputs_dir"}
-
-
-@pytest.fixture(scope="module")
-def prepared(workspace_root):
-    return prepared_task(TASK)
-
-
-@pytest.fixture(scope="module")
-def ev():
-    return evaluator_module(TASK)
 
 
 def harness_module(name: str):
@@ -60,11 +49,6 @@ def world(prepared, phase: str) -> tuple[dict, dict, np.ndarray]:
 
 def rows(x: np.ndarray) -> set[bytes]:
     return {r.tobytes() for r in x}
-
-
-@pytest.mark.slow  # prepare trains two target models (about 3 s of CPU); run twice here
-def test_prepare_is_deterministic(prepared, tmp_path: Path) -> None:
-    assert prepare_again(prepared, tmp_path / "again") == prepared_digest(prepared)
 
 
 def test_files_and_the_split(prepared) -> None:
@@ -120,7 +104,7 @@ def test_each_target_is_the_recipe_fitted_on_exactly_its_members(prepared, phase
     numerics, gives the published weights bit for bit; the target remembers its members."""
     result = subprocess.run([sys.executable, "-c", REFIT, str(TASK_DIR / "baseline"), str(TASK_DIR / "prepare.py"),
                              phase, str(getattr(prepared, WORLDS[phase])), str(prepared.labels_dir)],
-                            capture_output=True, text=True, timeout=HANG_TIMEOUT_S)
+                            capture_output=True, text=True, timeout=HANG_TIMEOUT_S, env=TASK_ENV)
     assert result.stdout.strip() == "same", result.stderr
     target, candidates, member = world(prepared, phase)
     correct = harness_module("target_model").logits(target, candidates["x"]).argmax(axis=1) == candidates["y"]
@@ -159,48 +143,29 @@ def test_tpr_at_fpr_by_hand(ev) -> None:
 
 
 @pytest.mark.parametrize("content, reason", [
-    ("id,score\n{ids0},nan\n", "NaN or infinite"),
     ("id,score\n{ids0},inf\n", "NaN or infinite"),
     ("id,score\n{ids0},\n", "missing, NaN or infinite"),
     ("id,score\n{ids0},x\n", "missing, NaN or infinite"),
-    ("id,score\n{ids0},1\n{ids0},1\n", "duplicated ids"),
-    ("id,score\n{ids0},1\n", "candidate ids are missing"),
-    ("{all}\n999999,1\n", "unknown ids"),
     ("id,score\n1.5,1\n", "must hold integers"),
     ("id,member\n{ids0},1\n", "exactly the columns id, score"),
     ("id,score,extra\n{ids0},1,2\n", "exactly the columns id, score"),
-    ("", "not a readable CSV"),
-    (None, "was not written"),
-], ids=["nan", "inf", "empty", "text", "duplicate", "missing", "unknown", "float-id", "columns", "extra-column",
-        "empty-file", "no-file"])
+], ids=["inf", "empty", "text", "float-id", "columns", "extra-column"])
 def test_evaluator_rejects_hostile_scores(prepared, ev, tmp_path: Path, content, reason: str) -> None:
+    """Beyond tests/test_tasks.py's hostile cases (no file, empty, binary, oversized, NaN, foreign, duplicated,
+    missing rows), which also hold the evaluator's CLI to one line and no metrics."""
     ids = pd.read_csv(prepared.labels_dir / "val_membership.csv")["id"].tolist()
     folder = tmp_path / "p"
     folder.mkdir()
-    if content is not None:
-        every = "id,score\n" + "\n".join(f"{i},0.5" for i in ids)
-        (folder / "scores.csv").write_text(content.format(ids0=ids[0], all=every))
+    (folder / "scores.csv").write_text(content.format(ids0=ids[0]))
     with pytest.raises(ev.InvalidPredictions, match=re.escape(reason)):
         ev.evaluate("val", folder, prepared.labels_dir)
-    metrics = tmp_path / "m.json"
-    result = run_evaluator(TASK, "val", folder, prepared.labels_dir, metrics)
-    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1 and not metrics.exists()
 
 
-def test_evaluator_rejects_an_oversized_file(prepared, ev, tmp_path: Path) -> None:
-    (tmp_path / "scores.csv").write_text("id,score\n" + "1,0.5\n" * 200_000)
-    with pytest.raises(ev.InvalidPredictions, match="larger than"):
-        ev.evaluate("val", tmp_path, prepared.labels_dir)
-
-
-def test_baseline_driver_writes_one_score_per_candidate(prepared, ev, tmp_path: Path) -> None:
-    code = code_copy(prepared, tmp_path / "code")
-    result = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(tmp_path / "out"))
-    assert result.returncode == 0, result.stderr
-    written = pd.read_csv(tmp_path / "out" / "scores.csv")
+def test_baseline_driver_writes_one_score_per_candidate(prepared) -> None:
+    run = baseline_run(TASK)  # its score against the record: tests/test_tasks.py
+    assert run.predictions is not None, run.outcome.bug_reason
+    written = pd.read_csv(run.predictions / "scores.csv")
     assert written["id"].tolist() == world(prepared, "val")[1]["id"].tolist()
-    metrics = ev.evaluate("val", tmp_path / "out", prepared.labels_dir)
-    assert metrics["tpr_at_10pct_fpr"] == pytest.approx(prepared.spec.baseline.val[0], abs=1e-12)
 
 
 @pytest.mark.parametrize("body, reason", [
@@ -212,7 +177,7 @@ def test_baseline_driver_writes_one_score_per_candidate(prepared, ev, tmp_path: 
 def test_driver_rejects_what_the_attack_returns(prepared, tmp_path: Path, body: str, reason: str) -> None:
     attack = f"import numpy as np\ndef attack(target, cx, cy, ax, ay, params, seed):\n    {body}\n"
     code = code_copy(prepared, tmp_path / "code", {"attack.py": attack})
-    result = run_driver(code, "--phase", "val", "--data", str(prepared.public_dir), "--out", str(tmp_path / "out"))
+    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
     assert result.returncode == 1 and reason in result.stderr, result.stderr
     assert not (tmp_path / "out" / "scores.csv").exists()
 
@@ -222,17 +187,3 @@ def test_description_states_the_metric_and_the_recipe() -> None:
     assert "`tpr_at_10pct_fpr`" in text and "higher is better" in text and "120 CPU-seconds" in text
     assert "200 epochs" in text and "L2 penalty 1e-4" in text  # the target's recipe (target_model.RECIPE)
     assert "labels/" not in text and "evaluate.py" not in text
-
-
-@pytest.mark.slow
-def test_baseline_reproduces_its_record_and_the_constant_stays_at_the_floor(prepared, tmp_path: Path) -> None:
-    spec = prepared.spec
-    seed = spec.baseline.seeds[0]
-    for phase, recorded in (("val", spec.baseline.val[0]), ("test", spec.baseline.test[0])):
-        outcome = sandboxed_phase(prepared, phase, seed, tmp_path / phase)
-        assert outcome.ok, outcome.bug_reason
-        assert outcome.primary == pytest.approx(recorded, abs=1e-12)
-    for overlay in spec.checks.trivial:
-        trivial = {p.name: p.read_text() for p in (TASK_DIR / overlay).iterdir()}
-        outcome = sandboxed_phase(prepared, "test", seed, tmp_path / overlay, trivial)
-        assert outcome.ok and not spec.metric.better(outcome.primary, spec.metric.floor)

@@ -1,31 +1,21 @@
-"""The causal_discovery task: manifest, prepare, evaluator, floor, and that the true graphs stay hidden.
-
-Phases run through the real sandbox and evaluator (benchmark.experiment.run_phase); the baseline's
-full val+test reproduction is slow-marked (PC on 12 datasets in the sandbox).
-"""
+"""The causal_discovery task's own checks: the graphs are DAGs whose numbering hides the SEM, the reference's
+diagnosis, the floor is the empty graph, the evaluator's graph metrics and rules, and a search of the val
+sandbox for the true graphs. The checks every task gets: tests/test_tasks.py."""
 
 from __future__ import annotations
 
 import hashlib
-import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import HANG_TIMEOUT_S
-from task_testkit import (evaluate_ok, evaluator_module, overlay, prepare_task, rejects_inprocess, run_sandboxed,
-                          searcher, task_dir, task_module)
+from task_kit import (code_copy, evaluate_ok, overlay_run, phase_args, prepared, rejects_inprocess, run_driver,
+                      run_sandboxed, searcher, task_module)
 
-NAME = "causal_discovery"
-cd_prepare = task_module(NAME, "prepare")  # the task's own prepare module, for its constants
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory):
-    return prepare_task(NAME, tmp_path_factory.mktemp("cd-ws"))
+TASK = "causal_discovery"
+cd_prepare = task_module(TASK, "prepare")  # the task's own prepare module, for its constants
 
 
 def _true_adjacency(prepared, phase: str, dataset: str) -> np.ndarray:
@@ -74,7 +64,7 @@ def test_dataset_numbers_do_not_reveal_the_sem_type(prepared):
 def test_reference_diagnosis_separates_the_identifiable_datasets(prepared):
     """The reference runs DirectLiNGAM exactly where the SEM is linear with non-Gaussian noise: its
     residual-skewness statistic is above the threshold on those datasets and only on those."""
-    reference = task_module(NAME, "reference/model")
+    reference = task_module(TASK, "reference/model")
     datasets = pd.read_csv(prepared.labels_dir / "val_datasets.csv")
     for name, sem in zip(datasets["dataset"], datasets["sem"]):
         x = pd.read_csv(prepared.public_dir / "val" / f"{name}.csv").to_numpy()
@@ -82,17 +72,12 @@ def test_reference_diagnosis_separates_the_identifiable_datasets(prepared):
         assert skewed == (sem in ("linear-exp", "linear-gumbel")), (name, sem)
 
 
-def test_every_params_value_is_a_declared_knob(prepared):
-    params = json.loads((task_dir(NAME) / "baseline" / "params.json").read_text())
-    assert set(params) == set(prepared.spec.knobs.space)
-
-
-def test_floor_is_the_empty_graph_and_the_trivial_overlay_scores_it(prepared, tmp_path):
+def test_floor_is_the_empty_graph_and_the_trivial_overlay_scores_it(prepared):
     """The manifest floor equals the empty graph's test SHD; the trivial overlay, run for real, gets it."""
     spec = prepared.spec
     edges = pd.read_csv(prepared.labels_dir / "test_edges.csv")
     assert spec.metric.floor == pytest.approx(edges.groupby("dataset").size().mean())
-    outcome, _ = run_sandboxed(prepared, overlay(spec, "checks/empty_graph"), "test", tmp_path)
+    outcome = overlay_run(TASK, "checks/empty_graph", "test").outcome
     assert outcome.ok, outcome.bug_reason
     assert outcome.primary == pytest.approx(spec.metric.floor) and outcome.metrics["f1"] == 0.0
 
@@ -134,26 +119,20 @@ def test_evaluator_scores_known_graphs(prepared, tmp_path):
 
 
 @pytest.mark.parametrize("content, reason", [
-    ("dataset,source,target\nv0,0,1\nv0,0,1\n", "duplicated"),
     ("dataset,source,target\nv0,3,3\n", "self-loop"),
     ("dataset,source,target\nv0,0,10\n", "out of range"),
     ("dataset,source,target\nv0,-1,2\n", "out of range"),
     ("dataset,source,target\nt0,0,1\n", "unknown datasets"),
     ("dataset,source,target\nv0,0.5,1\n", "integer"),
     ("dataset,source,target\nv0,abc,1\n", "integer"),
-    ("dataset,source,target\nv0,nan,1\n", "integer"),
     ("dataset,src,dst\nv0,0,1\n", "lacks columns"),
-    ("\x00\x01\x02garbage", None),
-    (None, "was not written"),
-], ids=["duplicate", "self-loop", "too-big", "negative", "test-dataset-in-val", "float-id", "text", "nan",
-        "bad-columns", "binary", "no-file"])
-def test_evaluator_rejects_hostile_predictions(prepared, tmp_path, content, reason, capsys):
+], ids=["self-loop", "too-big", "negative", "test-dataset-in-val", "float-id", "text", "bad-columns"])
+def test_evaluator_rejects_graphs_that_are_not_dags_of_the_datasets(prepared, tmp_path, content, reason, capsys):
     preds = tmp_path / "preds"
     preds.mkdir()
-    if content is not None:
-        (preds / "predictions.csv").write_text(content)
-    line = rejects_inprocess(evaluator_module(prepared.spec), "val", preds, prepared.labels_dir, tmp_path, capsys)
-    assert reason is None or reason in line, line
+    (preds / "predictions.csv").write_text(content)
+    line = rejects_inprocess(task_module(TASK), "val", preds, prepared.labels_dir, tmp_path, capsys)
+    assert reason in line, line
 
 
 def test_val_phase_cannot_reach_the_true_graphs(prepared, tmp_path):
@@ -164,7 +143,8 @@ def test_val_phase_cannot_reach_the_true_graphs(prepared, tmp_path):
                               "against the hidden true DAGs"],
                      names=["val_edges.csv", "test_edges.csv", "val_datasets.csv", "test_datasets.csv"])
     model = probe + "\nimport numpy as np\ndef discover(x, params):\n    return np.zeros((x.shape[1],) * 2, dtype=int)\n"
-    outcome, sandboxed = run_sandboxed(prepared, {"model.py": model}, "val", tmp_path)
+    run = run_sandboxed(prepared, {"model.py": model}, "val", tmp_path)
+    outcome, sandboxed = run.outcome, run.sandboxed
     assert outcome.ok, outcome.bug_reason
     stdout = outcome.stdout.decode()
     assert "SEARCH DONE" in stdout
@@ -173,40 +153,22 @@ def test_val_phase_cannot_reach_the_true_graphs(prepared, tmp_path):
     assert "FOUND" not in stdout, stdout
 
 
+@pytest.mark.xfail(strict=True, reason="evaluate.py formats the unknown dataset name NaN as a string and crashes "
+                   "(TypeError) instead of one line; found by tests/test_tasks.py's hostile NaN case")
+def test_evaluator_rejects_a_nan_dataset_name_in_one_line(prepared, tmp_path, capsys):
+    preds = tmp_path / "preds"
+    preds.mkdir()
+    (preds / "predictions.csv").write_text("dataset,source,target\nnan,0,1\n")
+    assert "unknown datasets" in rejects_inprocess(task_module(TASK), "val", preds, prepared.labels_dir, tmp_path,
+                                                   capsys)
+
+
 @pytest.mark.parametrize("body, reason", [
     ("return np.full((10, 10), 0.5)", "only 0 and 1"),
 ])
 def test_driver_rejects_bad_graphs(prepared, tmp_path, body, reason):
-    import shutil
-    import subprocess
-
-    code = tmp_path / "code"
-    shutil.copytree(prepared.baseline_dir, code)
-    (code / "model.py").write_text(f"import numpy as np\ndef discover(x, params):\n    {body}\n")
-    result = subprocess.run([sys.executable, "driver.py", "--phase", "val", "--data", str(prepared.public_dir),
-                             "--out", str(tmp_path / "out")], cwd=code, capture_output=True, text=True,
-                            timeout=HANG_TIMEOUT_S)
+    code = code_copy(prepared, tmp_path / "code",
+                     {"model.py": f"import numpy as np\ndef discover(x, params):\n    {body}\n"})
+    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
     assert result.returncode == 1 and reason in result.stderr, result.stderr
     assert not (tmp_path / "out" / "predictions.csv").exists()
-
-
-@pytest.mark.slow
-def test_baseline_reproduces_its_recorded_seed(prepared, tmp_path):
-    spec = prepared.spec
-    seed = spec.baseline.seeds[0]
-    for phase, recorded in (("val", spec.baseline.val[0]), ("test", spec.baseline.test[0])):
-        outcome, _ = run_sandboxed(prepared, {}, phase, tmp_path, seed=seed)
-        assert outcome.ok, outcome.bug_reason
-        assert outcome.primary == pytest.approx(recorded, rel=1e-9)
-        assert spec.metric.better(outcome.primary, spec.metric.floor)
-    knob_values = json.loads((task_dir(NAME) / "baseline" / "params.json").read_text())
-    assert knob_values["algorithm"] in spec.knobs.space["algorithm"].choices
-
-
-@pytest.mark.slow
-def test_reference_solution_reaches_the_target(prepared, tmp_path):
-    """The manifest's target is what reference/model.py scores on test, in the sandbox."""
-    spec = prepared.spec
-    outcome, _ = run_sandboxed(prepared, overlay(spec, "reference"), "test", tmp_path, seed=0)
-    assert outcome.ok, outcome.bug_reason
-    assert outcome.primary == pytest.approx(spec.metric.target)
