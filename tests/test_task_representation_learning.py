@@ -91,7 +91,7 @@ def test_raw_pixels_are_a_poor_representation(prepared, ev, tmp_path: Path) -> N
 @pytest.mark.parametrize("mutate, reason", [
     (lambda f: f.assign(e0=np.nan), "finite"),
     (lambda f: f.assign(e0=1e7), "within"),
-    (lambda f: f.iloc[1:], "expected ids missing"),
+    (lambda f: f.iloc[1:], "expected ids are missing"),
     (lambda f: pd.concat([f, f.iloc[-1:]]), "duplicated"),
     (lambda f: f.assign(set=f["set"].replace("val", "test")), "unexpected set"),
     (lambda f: f.assign(**{f"e{j}": 0.0 for j in range(1, 33)}), "1 <= d <= 32"),
