@@ -1,4 +1,5 @@
-"""Preparing a task's data files: seeded stratified splits and tables that come out byte for byte the same.
+"""Preparing a task's data files: the prepare command line, seeded stratified splits, and tables that come
+out byte for byte the same.
 
 A task's data must not change between two runs of its prepare.py (its recorded baseline is measured on
 it), so every split draws from a seeded generator in a fixed order and every table is written sorted by
@@ -7,8 +8,9 @@ id with one line ending.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -39,3 +41,14 @@ def write_tables(out: Path, tables: dict[str, pd.DataFrame]) -> None:
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         table.sort_values("id").to_csv(path, index=False, lineterminator="\n")
+
+
+def prepare_main(build: Callable[[Path], None], description: str, argv: Optional[Sequence[str]] = None) -> int:
+    """The command line every prepare.py shares, `python prepare.py --out <workspace/task>`: makes the
+    folder and calls `build(out)`, which writes the task's public/, test_inputs/ and labels/ under it."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    build(args.out)
+    return 0

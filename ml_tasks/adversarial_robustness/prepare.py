@@ -18,14 +18,13 @@ live under labels/.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from task_runtime.datasets import stratified_split, write_tables
+from task_runtime.datasets import prepare_main, stratified_split, write_tables
 from task_runtime.digits import PIXELS, digit_pixels
 
 SPLIT_SEED = 20261124  # fixed: changing it changes the task (bump the version)
@@ -46,12 +45,7 @@ def build(out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    build(args.out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ membership labels. Deterministic: fixed seeds, pinned numerics (baseline/numeric
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -40,6 +39,7 @@ if __name__ == "__main__":  # the harness runs prepare as a script, a fresh proc
 import numpy as np  # noqa: E402
 
 import target_model  # noqa: E402
+from task_runtime.datasets import prepare_main  # noqa: E402
 from task_runtime.digits import digit_images, on_canvas  # noqa: E402
 
 SEED = 20261125
@@ -88,12 +88,7 @@ def build(out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    build(args.out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -20,13 +20,13 @@ timestamps). Layout under --out:
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from task_runtime.datasets import prepare_main, write_tables
 from task_runtime.digits import digit_images, on_canvas
 
 SEED = 20261126
@@ -65,15 +65,11 @@ def build(out: Path) -> None:
         idx = parts[name][np.argsort(ids[parts[name]], kind="stable")]
         np.savez(out / folder / f"{file}.npz", id=ids[idx].astype(np.int64), x=x[idx])
         label_file = "probe_train_labels" if name == "probe_train" else f"{name}_labels"
-        pd.DataFrame({"id": ids[idx], "y": y[idx]}).to_csv(out / "labels" / f"{label_file}.csv", index=False,
-                                                          lineterminator="\n")
+        write_tables(out, {f"labels/{label_file}.csv": pd.DataFrame({"id": ids[idx], "y": y[idx]})})
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    build(parser.parse_args(argv).out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

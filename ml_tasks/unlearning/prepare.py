@@ -26,7 +26,6 @@ numpy, uncompressed .npz with fixed timestamps). Layout under --out:
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -36,7 +35,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from task_runtime.datasets import stratified_split  # noqa: E402
+from task_runtime.datasets import prepare_main, stratified_split  # noqa: E402
 from task_runtime.digits import digit_images, on_canvas  # noqa: E402
 
 SEED = 20261127
@@ -92,10 +91,7 @@ def build(out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    build(parser.parse_args(argv).out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":
