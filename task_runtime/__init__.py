@@ -1,10 +1,11 @@
 """The task runtime: harness code that every task's driver and evaluator share instead of copying.
 
-It depends only on the standard library, numpy and pandas (torch where a function says so) and never
-on `benchmark`. Inside a job's sandbox and the evaluator's it is importable and read-only (the harness
-binds it at /job/lib/task_runtime and puts /job/lib on PYTHONPATH); agent code may import it too, but
-the harness restores nothing from it: it is not part of the task's files. docs/tasks.md, "The task
-runtime", says how a driver and an evaluator use it.
+It depends only on the standard library, numpy and pandas (torch where a function says so), never on
+`benchmark`. Every job the harness runs can import it: a bubblewrap sandbox binds it read-only at
+/job/lib/task_runtime with /job/lib on PYTHONPATH; Modal gets an upload that is root-owned and
+read-only; an unsandboxed job (sandbox=none) imports the harness's own copy. It is not one of a
+task's files, so agents cannot edit it (their code may import it).
+docs/tasks.md, "The task runtime", says how a driver and an evaluator use it.
 """
 
 from task_runtime.cli import DriverArgs, driver_main, evaluator_main, parse_driver_args

@@ -18,15 +18,20 @@ import numpy as np
 from task_runtime.errors import DriverError
 
 
-def as_vector(raw: Any, n_rows: int, where: str, unit: str = "value") -> np.ndarray:
-    """One number per input row, as floats of shape (n_rows,); a column (n_rows, 1) is flattened.
-    Finiteness and allowed values are the caller's to check: they differ by task."""
+def _floats(raw: Any, where: str) -> np.ndarray:
+    """Numbers as a float array (a torch tensor is moved to the CPU first)."""
     if hasattr(raw, "detach"):
         raw = raw.detach().cpu().numpy()
     try:
-        values = np.asarray(raw, dtype=float)
+        return np.asarray(raw, dtype=float)
     except (TypeError, ValueError) as exc:
         raise DriverError(f"{where} must return numbers ({exc})") from None
+
+
+def as_vector(raw: Any, n_rows: int, where: str, unit: str = "value") -> np.ndarray:
+    """One number per input row, as floats of shape (n_rows,); a column (n_rows, 1) is flattened.
+    Finiteness and allowed values are the caller's to check: they differ by task."""
+    values = _floats(raw, where)
     if values.ndim == 2 and values.shape[1] == 1:
         values = values[:, 0]
     if values.shape != (n_rows,):
@@ -72,12 +77,7 @@ def load_arrays(path: Path, budget: int, where: str) -> dict[str, np.ndarray]:
 
 def as_labels(raw: Any, n: int, where: str, n_classes: int = 10) -> np.ndarray:
     """One class in 0..n_classes-1 per input row; class scores of shape (n, n_classes) are reduced by argmax."""
-    if hasattr(raw, "detach"):
-        raw = raw.detach().cpu().numpy()
-    try:
-        values = np.asarray(raw, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise DriverError(f"{where} must return numbers ({exc})") from None
+    values = _floats(raw, where)
     if values.shape == (n, n_classes):
         if not np.isfinite(values).all():
             raise DriverError(f"{where} returned non-finite class scores")

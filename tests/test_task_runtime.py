@@ -182,3 +182,19 @@ def test_evaluator_main_removes_stale_metrics_and_reports_one_line(tmp_path: Pat
     (preds / "predictions.csv").write_text("rep,unit,ite\n0,2,2.0\n0,1,2.0\n")
     assert rt.evaluator_main(evaluate_effects, "test", argv) == 0
     assert json.loads(metrics.read_text())["metrics"] == {"pehe": 1.0, "ite_mae": 1.0, "ate_abs_error": 0.0}
+
+
+def test_prompts_list_the_runtime_names_a_driver_imports() -> None:
+    """An agent reading a driver sees what each imported runtime name does (agents/runtime_api.py)."""
+    from agents.runtime_api import runtime_api
+
+    driver = "from task_runtime import read_params, DriverError\nfrom task_runtime.effects import pehe_scores\n"
+    text = runtime_api([driver, "import numpy\n"])
+    lines = text.splitlines()
+    assert lines[0].startswith("task_runtime (the harness's read-only library")
+    assert "read_params(path: Path) -> dict  # The JSON object of hyper-parameters in `path`;" in text
+    assert any(line.startswith("class DriverError(Exception)  # A problem with the inputs") for line in lines)
+    assert any(line.startswith("pehe_scores(merged: pd.DataFrame) -> dict[str, float]") for line in lines)
+    assert len(lines) == 6  # title, fence, three names, fence: only what the files import
+    assert runtime_api(["import numpy as np\n", "def broken(:\n"]) == ""
+    assert len(runtime_api(["import task_runtime\n"]).splitlines()) == len(rt.__all__) + 3
