@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from task_runtime.cli import DriverArgs
-from task_runtime.errors import DriverError, InvalidPredictions
 from task_runtime.data import read_table
+from task_runtime.errors import DriverError, InvalidPredictions
 from task_runtime.outputs import write_predictions
 from task_runtime.predictions import integer_column, match_ids, read_predictions
 from task_runtime.returned import as_vector
