@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
+import task_runtime
 from benchmark.errors import UserError
 from benchmark.task import TaskSpec, render
 
@@ -214,7 +215,10 @@ def secure_labels(labels_dir: Path) -> None:
 
 def _run_prepare_command(spec: TaskSpec, target: Path) -> None:
     argv = render(spec.prepare, python=sys.executable, task_dir=str(spec.task_dir), workspace=str(target))
-    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+    # A prepare script may import the task runtime (docs/tasks.md), as the task's driver and evaluator do.
+    runtime_parent = os.path.dirname(os.path.dirname(os.path.realpath(task_runtime.__file__)))
+    python_path = os.pathsep.join(filter(None, [runtime_parent, os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": python_path}
     try:
         proc = subprocess.run(argv, cwd=spec.task_dir, env=env, capture_output=True, text=True)
     except OSError as exc:

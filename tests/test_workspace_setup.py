@@ -211,6 +211,16 @@ def test_prepare_that_writes_no_labels_is_rejected(tmp_path: Path) -> None:
         ws.prepare(spec, root=tmp_path / "w", log=quiet)
 
 
+def test_a_prepare_script_can_import_the_task_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a task's driver and evaluator can: the harness puts it on the prepare command's PYTHONPATH."""
+    monkeypatch.delenv("PYTHONPATH", raising=False)  # tests put the checkout there; the CLI does not
+    spec = tiny_task(tmp_path)
+    uses_runtime = "from task_runtime.datasets import write_tables\n" + TINY_PREPARE
+    (spec.task_dir / "prepare.py").write_text(uses_runtime)
+    ws.prepare(spec, root=tmp_path / "w", log=quiet)
+    assert ws.workspace_status(spec, root=tmp_path / "w") == "prepared"
+
+
 @pytest.mark.parametrize("public", ["../escape", "/abs", "baseline", "labels"])
 def test_bad_data_layout_is_rejected(tmp_path: Path, public: str) -> None:
     spec = tiny_task(tmp_path)

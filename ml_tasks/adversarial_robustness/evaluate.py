@@ -26,25 +26,24 @@ images it was attacking as not robust (`attack_errors` says how many stages did)
 Metrics: `robust_accuracy` (primary; 0 when clean accuracy is below CLEAN_ACCURACY_FLOOR, so
 robustness cannot be bought by giving up accuracy), `clean_accuracy`,
 `robust_accuracy_unconstrained`, and the fraction still robust after each stage.
-Invalid models (missing, unreadable, outside the family) print one line to stderr and exit 1.
+Invalid models (missing, unreadable, outside the family) print one line to stderr and exit 1 (the
+command line and that contract come from the harness's `task_runtime` package).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from task_runtime import InvalidPredictions, evaluator_main
+from task_runtime.digits import scaled_pixels
+
 HERE = Path(__file__).resolve().parent
 LABEL_FILES = {"val": "val.csv", "test": "test.csv"}
 MODEL_FILE = "model.safetensors"
-PIXELS = [f"p{i}" for i in range(64)]
-PIXEL_MAX = 16.0
 
 # The threat model and the attack: harness-owned, identical for val and test.
 EPS = 0.15
@@ -54,10 +53,6 @@ APGD_CE_RESTARTS = 2
 SQUARE_QUERIES = 1000
 ATTACK_SEED = 0
 MAX_MODEL_BYTES = 8 * 1024**2  # a 4 x 512 MLP is ~3.3 MB
-
-
-class InvalidPredictions(Exception):
-    """The model cannot be scored; the message is the one line the harness records."""
 
 
 def load_model(path: Path):
@@ -84,7 +79,7 @@ def load_model(path: Path):
 
 def load_images(labels_dir: Path, phase: str) -> tuple[np.ndarray, np.ndarray]:
     frame = pd.read_csv(labels_dir / LABEL_FILES[phase])
-    x = (frame[PIXELS].to_numpy(dtype=np.float32) / PIXEL_MAX).reshape(-1, 1, 8, 8)
+    x = scaled_pixels(frame).reshape(-1, 1, 8, 8)
     return x, frame["label"].to_numpy(dtype=np.int64)
 
 
@@ -178,28 +173,8 @@ def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, f
     return robustness(net, x, y)
 
 
-def write_json(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Attack a digits MLP and score its robust accuracy.")
-    parser.add_argument("--phase", choices=sorted(LABEL_FILES), required=True)
-    parser.add_argument("--predictions-dir", type=Path, required=True)
-    parser.add_argument("--labels", type=Path, required=True)
-    parser.add_argument("--metrics", type=Path, required=True)
-    args = parser.parse_args(argv)
-    args.metrics.unlink(missing_ok=True)  # a stale file must never pass for this run's score
-    try:
-        metrics = evaluate(args.phase, args.predictions_dir, args.labels)
-    except InvalidPredictions as exc:
-        print(str(exc), file=sys.stderr)  # the harness records this line as the bug reason
-        return 1
-    write_json(args.metrics, {"metrics": metrics})
-    return 0
+    return evaluator_main(evaluate, "Attack a digits MLP and score its robust accuracy.", argv)
 
 
 if __name__ == "__main__":

@@ -18,59 +18,34 @@ live under labels/.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from task_runtime.datasets import prepare_main, stratified_split, write_tables
+from task_runtime.digits import PIXELS, digit_pixels
+
 SPLIT_SEED = 20261124  # fixed: changing it changes the task (bump the version)
 FRACTIONS = (0.6, 0.2, 0.2)  # train / val / test, stratified by class
-PIXELS = [f"p{i}" for i in range(64)]
-
-
-def split(labels: np.ndarray) -> dict[str, np.ndarray]:
-    """Seeded stratified split of row indices into train/val/test."""
-    rng = np.random.default_rng(SPLIT_SEED)
-    parts: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": []}
-    for cls in np.unique(labels):
-        idx = rng.permutation(np.flatnonzero(labels == cls))
-        n_train, n_val = round(FRACTIONS[0] * len(idx)), round(FRACTIONS[1] * len(idx))
-        parts["train"].append(idx[:n_train])
-        parts["val"].append(idx[n_train:n_train + n_val])
-        parts["test"].append(idx[n_train + n_val:])
-    return {name: rng.permutation(np.concatenate(chunks)) for name, chunks in parts.items()}
 
 
 def build(out: Path) -> None:
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
-    images = np.asarray(digits.data).round().astype(np.int64)  # 0..16
-    labels = np.asarray(digits.target, dtype=np.int64)
+    images, labels = digit_pixels()
     ids = np.random.default_rng(SPLIT_SEED + 1).permutation(len(labels))  # ids carry no information
     frame = pd.DataFrame(images, columns=PIXELS)
     frame.insert(0, "id", ids)
     frame["label"] = labels
-    parts = split(labels)
-    files = {"public/train.csv": frame.iloc[parts["train"]],
-             "labels/val.csv": frame.iloc[parts["val"]],
-             "labels/test.csv": frame.iloc[parts["test"]],
-             "test_inputs/test_images.csv": frame.iloc[parts["test"]].drop(columns="label")}
-    for rel, part in files.items():
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        part.sort_values("id").to_csv(path, index=False, lineterminator="\n")
+    parts = stratified_split(labels, FRACTIONS, np.random.default_rng(SPLIT_SEED))
+    write_tables(out, {"public/train.csv": frame.iloc[parts["train"]],
+                       "labels/val.csv": frame.iloc[parts["val"]],
+                       "labels/test.csv": frame.iloc[parts["test"]],
+                       "test_inputs/test_images.csv": frame.iloc[parts["test"]].drop(columns="label")})
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    build(args.out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -12,18 +12,18 @@ the noisy observed label, in each evaluation environment:
   accuracy_aligned     colour correlated with the label as in training
   accuracy_flipped     the correlation reversed
   mean_accuracy        their mean
+Reading, id matching and the command line come from the harness's `task_runtime` package.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from task_runtime import InvalidPredictions, evaluator_main, integer_column, match_ids, read_predictions
 
 LABEL_FILES = {"val": "val.csv", "test": "test.csv"}
 PREDICTIONS_FILE = "predictions.csv"
@@ -31,46 +31,12 @@ ENVIRONMENTS = ("aligned", "flipped")
 MAX_BYTES = 4 * 1024**2  # ~10 KB expected
 
 
-class InvalidPredictions(Exception):
-    """The predictions cannot be scored; the message is the one line the harness records."""
-
-
 def load_predictions(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise InvalidPredictions(f"{path.name} was not written")
-    if path.stat().st_size > MAX_BYTES:
-        raise InvalidPredictions(f"{path.name} is larger than {MAX_BYTES} bytes")
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InvalidPredictions(f"{path.name} is not a readable CSV: {str(exc).splitlines()[0]}") from None
-    missing = [c for c in ("id", "label") if c not in frame.columns]
-    if missing:
-        raise InvalidPredictions(f"{path.name} lacks columns {missing} (needs id, label)")
-    out = {}
-    for col in ("id", "label"):
-        values = pd.to_numeric(frame[col], errors="coerce")
-        if values.isna().any() or not np.array_equal(values, np.round(values)):
-            raise InvalidPredictions(f"{path.name}: column {col} must hold integers")
-        out[col] = values.astype(np.int64)
-    if not out["label"].isin([0, 1]).all():
+    frame = read_predictions(path, ["id", "label"], max_bytes=MAX_BYTES)
+    ids, labels = integer_column(frame, "id", path.name), integer_column(frame, "label", path.name)
+    if not np.isin(labels, (0, 1)).all():
         raise InvalidPredictions(f"{path.name}: column label must hold 0 or 1")
-    return pd.DataFrame(out)
-
-
-def align(pred: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
-    """Exactly one prediction for every expected id and nothing else."""
-    dup = pred["id"].duplicated()
-    if dup.any():
-        raise InvalidPredictions(f"{int(dup.sum())} duplicated ids, e.g. {int(pred.loc[dup, 'id'].iloc[0])}")
-    merged = labels.merge(pred, on="id", how="outer", indicator=True)
-    absent = merged[merged["_merge"] == "left_only"]
-    if len(absent):
-        raise InvalidPredictions(f"{len(absent)} expected ids are missing, e.g. {int(absent['id'].iloc[0])}")
-    extra = merged[merged["_merge"] == "right_only"]
-    if len(extra):
-        raise InvalidPredictions(f"{len(extra)} unexpected ids, e.g. {int(extra['id'].iloc[0])}")
-    return merged.drop(columns="_merge")
+    return pd.DataFrame({"id": ids, "label": labels})
 
 
 def score(merged: pd.DataFrame) -> dict[str, float]:
@@ -83,36 +49,17 @@ def score(merged: pd.DataFrame) -> dict[str, float]:
 
 
 def evaluate_frame(pred: pd.DataFrame, labels_dir: Path, phase: str) -> dict[str, float]:
+    """Exactly one prediction for every expected id and nothing else, scored."""
     labels = pd.read_csv(labels_dir / LABEL_FILES[phase])[["id", "env", "target"]]
-    return score(align(pred, labels))
+    return score(match_ids(pred, labels, ["id"]))
 
 
 def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, float]:
     return evaluate_frame(load_predictions(predictions_dir / PREDICTIONS_FILE), labels_dir, phase)
 
 
-def write_json(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Score predictions by worst-environment accuracy.")
-    parser.add_argument("--phase", choices=sorted(LABEL_FILES), required=True)
-    parser.add_argument("--predictions-dir", type=Path, required=True)
-    parser.add_argument("--labels", type=Path, required=True)
-    parser.add_argument("--metrics", type=Path, required=True)
-    args = parser.parse_args(argv)
-    args.metrics.unlink(missing_ok=True)  # a stale file must never pass for this run's score
-    try:
-        metrics = evaluate(args.phase, args.predictions_dir, args.labels)
-    except InvalidPredictions as exc:
-        print(str(exc), file=sys.stderr)  # the harness records this line as the bug reason
-        return 1
-    write_json(args.metrics, {"metrics": metrics})
-    return 0
+    return evaluator_main(evaluate, "Score predictions by worst-environment accuracy.", argv)
 
 
 if __name__ == "__main__":

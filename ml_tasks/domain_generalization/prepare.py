@@ -25,12 +25,14 @@ digit's true group), so following colour fails on "flipped" and inverting it fai
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from task_runtime.datasets import prepare_main, stratified_split, write_tables
+from task_runtime.digits import digit_pixels
 
 SEED = 20261126  # fixed: changing it changes the task (bump the version)
 LABEL_NOISE = 0.25
@@ -52,22 +54,11 @@ def coloured(images: np.ndarray, target: np.ndarray, colour_flip: float,
 
 
 def build(out: Path) -> None:
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
-    images = np.asarray(digits.data).round().astype(np.int64)
-    target = (np.asarray(digits.target) >= 5).astype(np.int64)
+    images, digit = digit_pixels()
+    target = (digit >= 5).astype(np.int64)
     rng = np.random.default_rng(SEED)
     order = rng.permutation(128)  # the undisclosed column order
-
-    parts: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": []}
-    for digit in range(10):
-        idx = rng.permutation(np.flatnonzero(digits.target == digit))
-        n_train, n_val = round(FRACTIONS[0] * len(idx)), round(FRACTIONS[1] * len(idx))
-        parts["train"].append(idx[:n_train])
-        parts["val"].append(idx[n_train:n_train + n_val])
-        parts["test"].append(idx[n_train + n_val:])
-    split = {name: rng.permutation(np.concatenate(chunks)) for name, chunks in parts.items()}
+    split = stratified_split(digit, FRACTIONS, rng)
 
     rows: dict[str, list[pd.DataFrame]] = {"train": [], "val": [], "test": []}
     train_envs = np.array_split(split["train"], len(TRAIN_COLOUR_FLIP))
@@ -94,23 +85,14 @@ def build(out: Path) -> None:
         frame.insert(0, "id", ids[start:start + len(frame)])
         start += len(frame)
         if phase == "train":
-            files = {"public/train.csv": frame}
+            write_tables(out, {"public/train.csv": frame})
         else:
             inputs = "public/val_inputs.csv" if phase == "val" else "test_inputs/test_inputs.csv"
-            files = {inputs: frame[["id"] + FEATURES], f"labels/{phase}.csv": frame[["id", "env", "target"]]}
-        for rel, table in files.items():
-            path = out / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            table.sort_values("id").to_csv(path, index=False, lineterminator="\n")
+            write_tables(out, {inputs: frame[["id"] + FEATURES], f"labels/{phase}.csv": frame[["id", "env", "target"]]})
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    build(args.out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

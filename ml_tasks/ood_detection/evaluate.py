@@ -19,18 +19,18 @@ Metrics:
   auroc_near     in-distribution digits vs unseen digit classes
   auroc_far      in-distribution digits vs natural-image patches
   auroc_all      in-distribution vs all OOD images
+Reading, id matching and the command line come from the harness's `task_runtime` package.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from task_runtime import InvalidPredictions, evaluator_main, integer_column, match_ids, read_predictions
 
 LABEL_FILES = {"val": "val.csv", "test": "test.csv"}
 SCORES_FILE = "scores.csv"
@@ -38,47 +38,22 @@ MAX_BYTES = 4 * 1024**2  # ~20 KB expected
 TPR = 0.95  # share of in-distribution images the threshold keeps
 
 
-class InvalidPredictions(Exception):
-    """The scores cannot be evaluated; the message is the one line the harness records."""
-
-
 def load_scores(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise InvalidPredictions(f"{path.name} was not written")
-    if path.stat().st_size > MAX_BYTES:
-        raise InvalidPredictions(f"{path.name} is larger than {MAX_BYTES} bytes")
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InvalidPredictions(f"{path.name} is not a readable CSV: {str(exc).splitlines()[0]}") from None
-    missing = [c for c in ("id", "score") if c not in frame.columns]
-    if missing:
-        raise InvalidPredictions(f"{path.name} lacks columns {missing} (needs id, score)")
-    ids = pd.to_numeric(frame["id"], errors="coerce")
-    if ids.isna().any() or not np.array_equal(ids, np.round(ids)):
-        raise InvalidPredictions(f"{path.name}: column id must hold integers")
+    frame = read_predictions(path, ["id", "score"], max_bytes=MAX_BYTES)
+    ids = integer_column(frame, "id", path.name)
     scores = pd.to_numeric(frame["score"], errors="coerce")
     if scores.isna().sum() > frame["score"].isna().sum():
         raise InvalidPredictions(f"{path.name}: column score holds values that are not numbers")
-    return pd.DataFrame({"id": ids.astype(np.int64), "score": scores.astype(float)})
+    return pd.DataFrame({"id": ids, "score": scores.astype(float)})
 
 
 def align(scores: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     """Exactly one finite score for every expected id and nothing else."""
-    dup = scores["id"].duplicated()
-    if dup.any():
-        raise InvalidPredictions(f"{int(dup.sum())} duplicated ids, e.g. {int(scores.loc[dup, 'id'].iloc[0])}")
-    merged = labels.merge(scores, on="id", how="outer", indicator=True)
-    absent = merged[merged["_merge"] == "left_only"]
-    if len(absent):
-        raise InvalidPredictions(f"{len(absent)} expected ids are missing, e.g. {int(absent['id'].iloc[0])}")
-    extra = merged[merged["_merge"] == "right_only"]
-    if len(extra):
-        raise InvalidPredictions(f"{len(extra)} unexpected ids, e.g. {int(extra['id'].iloc[0])}")
+    merged = match_ids(scores, labels, ["id"])
     bad = ~np.isfinite(merged["score"].to_numpy())
     if bad.any():
         raise InvalidPredictions(f"{int(bad.sum())} scores are NaN or infinite, e.g. id {int(merged.loc[bad, 'id'].iloc[0])}")
-    return merged.drop(columns="_merge")
+    return merged
 
 
 def fpr_at_95_tpr(is_ood: np.ndarray, score: np.ndarray) -> float:
@@ -108,28 +83,8 @@ def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, f
     return evaluate_frame(load_scores(predictions_dir / SCORES_FILE), labels_dir, phase)
 
 
-def write_json(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Score OOD detection scores (FPR at 95% TPR, AUROC).")
-    parser.add_argument("--phase", choices=sorted(LABEL_FILES), required=True)
-    parser.add_argument("--predictions-dir", type=Path, required=True)
-    parser.add_argument("--labels", type=Path, required=True)
-    parser.add_argument("--metrics", type=Path, required=True)
-    args = parser.parse_args(argv)
-    args.metrics.unlink(missing_ok=True)  # a stale file must never pass for this run's score
-    try:
-        metrics = evaluate(args.phase, args.predictions_dir, args.labels)
-    except InvalidPredictions as exc:
-        print(str(exc), file=sys.stderr)  # the harness records this line as the bug reason
-        return 1
-    write_json(args.metrics, {"metrics": metrics})
-    return 0
+    return evaluator_main(evaluate, "Score OOD detection scores (FPR at 95% TPR, AUROC).", argv)
 
 
 if __name__ == "__main__":

@@ -22,19 +22,20 @@ patch's own brightness order, so pixel statistics alone cannot tell it from a di
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from task_runtime.datasets import prepare_main, stratified_split, write_tables
+from task_runtime.digits import PIXELS, digit_pixels
+
 SEED = 20261125  # fixed: changing it changes the task (bump the version)
 ID_CLASSES = (0, 1, 2, 3, 4)
 NEAR_OOD = {"val": (5, 6, 7), "test": (8, 9)}
 FAR_OOD_IMAGE = {"val": 0, "test": 1}  # index into load_sample_images(): china.jpg, flower.jpg
 ID_FRACTIONS = (0.6, 0.2, 0.2)  # train / val / test of the in-distribution digits, per class
-PIXELS = [f"p{i}" for i in range(64)]
 
 
 def image_patches(image: np.ndarray, count: int, rng: np.random.Generator, digits: np.ndarray) -> np.ndarray:
@@ -56,20 +57,12 @@ def image_patches(image: np.ndarray, count: int, rng: np.random.Generator, digit
 
 
 def build(out: Path) -> None:
-    from sklearn.datasets import load_digits, load_sample_images
+    from sklearn.datasets import load_sample_images
 
-    digits = load_digits()
-    images = np.asarray(digits.data).round().astype(np.int64)
-    labels = np.asarray(digits.target, dtype=np.int64)
+    images, labels = digit_pixels()
     rng = np.random.default_rng(SEED)
-
-    parts: dict[str, list[tuple[np.ndarray, np.ndarray, str]]] = {"train": [], "val": [], "test": []}
-    for cls in ID_CLASSES:
-        idx = rng.permutation(np.flatnonzero(labels == cls))
-        n_train, n_val = round(ID_FRACTIONS[0] * len(idx)), round(ID_FRACTIONS[1] * len(idx))
-        for name, chunk in (("train", idx[:n_train]), ("val", idx[n_train:n_train + n_val]),
-                            ("test", idx[n_train + n_val:])):
-            parts[name].append((images[chunk], labels[chunk], "id"))
+    split = stratified_split(labels, ID_FRACTIONS, rng, classes=ID_CLASSES, shuffle=False)
+    parts = {name: [(images[idx], labels[idx], "id")] for name, idx in split.items()}
     samples = load_sample_images().images
     for phase in ("val", "test"):
         n_id = sum(len(x) for x, _, _ in parts[phase])
@@ -93,19 +86,11 @@ def build(out: Path) -> None:
             key = pd.DataFrame({"id": frame["id"], "ood": (kinds != "id").astype(int), "kind": kinds})
             inputs = "public/val_inputs.csv" if phase == "val" else "test_inputs/test_inputs.csv"
             frames = {inputs: frame, f"labels/{phase}.csv": key}
-        for rel, table in frames.items():
-            path = out / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            table.sort_values("id").to_csv(path, index=False, lineterminator="\n")
+        write_tables(out, frames)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    build(args.out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ membership labels. Deterministic: fixed seeds, pinned numerics (baseline/numeric
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -40,24 +39,13 @@ if __name__ == "__main__":  # the harness runs prepare as a script, a fresh proc
 import numpy as np  # noqa: E402
 
 import target_model  # noqa: E402
+from task_runtime.datasets import prepare_main  # noqa: E402
+from task_runtime.digits import digit_images, on_canvas  # noqa: E402
 
 SEED = 20261125
 N_CANDIDATES = 600  # per world; half are members
 CANVAS, NOISE = 10, 0.05
 WORLDS = ("val", "test")
-
-
-def load_images(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_digits
-
-    data = load_digits()
-    images = (data.images / 16.0).astype(np.float32)
-    canvas = np.zeros((len(images), CANVAS, CANVAS), dtype=np.float32)
-    offsets = rng.integers(0, CANVAS - 8 + 1, size=(len(images), 2))
-    for i, (dy, dx) in enumerate(offsets):
-        canvas[i, dy:dy + 8, dx:dx + 8] = images[i]
-    noisy = canvas + rng.normal(0.0, NOISE, size=canvas.shape).astype(np.float32)
-    return np.clip(noisy, 0.0, 1.0).reshape(len(images), -1).astype(np.float32), data.target.astype(np.int64)
 
 
 def membership(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -76,7 +64,8 @@ def target_states() -> dict[str, int]:
 
 def build(out: Path) -> None:
     rng = np.random.default_rng(SEED)
-    x, y = load_images(rng)
+    images, y = digit_images()
+    x = on_canvas(images, CANVAS, NOISE, rng)
     perm = rng.permutation(len(y))
     parts = {"val": perm[:N_CANDIDATES], "test": perm[N_CANDIDATES:2 * N_CANDIDATES]}
     aux = np.sort(perm[2 * N_CANDIDATES:])
@@ -99,12 +88,7 @@ def build(out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    build(args.out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,11 @@ rows and their hidden labels (200 images, 20 per class), and predicts the scored
   probe_accuracy      accuracy on the scored rows                 primary, higher is better
   probe_train_accuracy  accuracy on the probe's own training rows (how separable the classes are)
   knn_accuracy        5-nearest-neighbour accuracy (cosine) from the probe-training rows, for reference
+Id matching and the command line come from the harness's `task_runtime` package.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import sys
@@ -32,15 +31,13 @@ if platform.machine().lower() in ("x86_64", "amd64"):
     os.environ["OPENBLAS_CORETYPE"] = "Prescott"  # the plain SSE3 kernels every x86-64 CPU runs
 
 import numpy as np  # noqa: E402  (after the variables above)
-import pandas as pd
+import pandas as pd  # noqa: E402
+
+from task_runtime import InvalidPredictions, evaluator_main, match_ids  # noqa: E402
 
 MAX_DIM = 32
 MAX_ABS = 1e6
 LABEL_FILES = {"probe_train": "probe_train_labels.csv", "val": "val_labels.csv", "test": "test_labels.csv"}
-
-
-class InvalidPredictions(Exception):
-    """The embeddings cannot be scored; the message is the one line the harness records."""
 
 
 def load_embeddings(path: Path, phase: str) -> dict[str, pd.DataFrame]:
@@ -71,12 +68,10 @@ def load_embeddings(path: Path, phase: str) -> dict[str, pd.DataFrame]:
 
 
 def aligned(rows: pd.DataFrame, labels: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
-    if rows["id"].duplicated().any():
-        raise InvalidPredictions(f"{name}: {int(rows['id'].duplicated().sum())} duplicated ids")
-    expected, got = set(labels["id"]), set(rows["id"])
-    if expected != got:
-        raise InvalidPredictions(f"{name}: {len(expected - got)} expected ids missing, {len(got - expected)} unexpected ids")
-    merged = labels.merge(rows, on="id")
+    try:
+        merged = match_ids(rows, labels, ["id"])
+    except InvalidPredictions as exc:
+        raise InvalidPredictions(f"{name}: {exc}") from None
     return merged.drop(columns=["id", "y"]).to_numpy(dtype=float), merged["y"].to_numpy()
 
 
@@ -103,28 +98,8 @@ def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, f
     return probe(x_train, y_train, x_eval, y_eval)
 
 
-def write_json(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Train and score the linear probe on the embeddings.")
-    parser.add_argument("--phase", choices=["val", "test"], required=True)
-    parser.add_argument("--predictions-dir", type=Path, required=True)
-    parser.add_argument("--labels", type=Path, required=True)
-    parser.add_argument("--metrics", type=Path, required=True)
-    args = parser.parse_args(argv)
-    args.metrics.unlink(missing_ok=True)  # a stale file must never pass for this run's score
-    try:
-        metrics = evaluate(args.phase, args.predictions_dir, args.labels)
-    except InvalidPredictions as exc:
-        print(str(exc), file=sys.stderr)  # the harness records this line as the bug reason
-        return 1
-    write_json(args.metrics, {"metrics": metrics})
-    return 0
+    return evaluator_main(evaluate, "Train and score the linear probe on the embeddings.", argv)
 
 
 if __name__ == "__main__":

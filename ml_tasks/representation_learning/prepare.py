@@ -20,33 +20,19 @@ timestamps). Layout under --out:
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from task_runtime.datasets import prepare_main, write_tables
+from task_runtime.digits import digit_images, on_canvas
+
 SEED = 20261126
 CANVAS = 12
 NOISE = 0.05
 SIZES = {"unlabeled": 1000, "probe_train": 200, "val": 300}  # the rest (297) is the test probe set
-
-
-def load_digits() -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_digits as sk_load
-
-    data = sk_load()
-    return (data.images / 16.0).astype(np.float32), data.target.astype(np.int64)
-
-
-def place(images: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    canvas = np.zeros((len(images), CANVAS, CANVAS), dtype=np.float32)
-    offsets = rng.integers(0, CANVAS - 8 + 1, size=(len(images), 2))
-    for i, (dy, dx) in enumerate(offsets):
-        canvas[i, dy:dy + 8, dx:dx + 8] = images[i]
-    noisy = canvas + rng.normal(0.0, NOISE, size=canvas.shape).astype(np.float32)
-    return np.clip(noisy, 0.0, 1.0).reshape(len(images), -1).astype(np.float32)
 
 
 def stratified_order(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -61,9 +47,9 @@ def stratified_order(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def build(out: Path) -> None:
-    images, y = load_digits()
+    images, y = digit_images()
     rng = np.random.default_rng(SEED)
-    x = place(images, rng)
+    x = on_canvas(images, CANVAS, NOISE, rng)
     order = stratified_order(y, rng)
     ids = rng.permutation(len(y))
     parts, start = {}, 0
@@ -79,15 +65,11 @@ def build(out: Path) -> None:
         idx = parts[name][np.argsort(ids[parts[name]], kind="stable")]
         np.savez(out / folder / f"{file}.npz", id=ids[idx].astype(np.int64), x=x[idx])
         label_file = "probe_train_labels" if name == "probe_train" else f"{name}_labels"
-        pd.DataFrame({"id": ids[idx], "y": y[idx]}).to_csv(out / "labels" / f"{label_file}.csv", index=False,
-                                                          lineterminator="\n")
+        write_tables(out, {f"labels/{label_file}.csv": pd.DataFrame({"id": ids[idx], "y": y[idx]})})
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    build(parser.parse_args(argv).out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -16,58 +16,42 @@ and all draws use fixed seeds, so two runs write the same bytes. Layout written 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from task_runtime.datasets import prepare_main, stratified_split, write_tables
+from task_runtime.digits import PIXELS, digit_pixels
+
 SEED = 20261127  # fixed: changing it changes the task (bump the version)
 LABELS_PER_CLASS = 1
 FRACTIONS = (0.6, 0.2, 0.2)  # training pool / val / test, stratified by class
-PIXELS = [f"p{i}" for i in range(64)]
 
 
 def build(out: Path) -> None:
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
-    images = np.asarray(digits.data).round().astype(np.int64)
-    labels = np.asarray(digits.target, dtype=np.int64)
+    images, labels = digit_pixels()
     rng = np.random.default_rng(SEED)
-    parts: dict[str, list[np.ndarray]] = {"labeled": [], "unlabeled": [], "val": [], "test": []}
-    for cls in range(10):
-        idx = rng.permutation(np.flatnonzero(labels == cls))
-        n_pool, n_val = round(FRACTIONS[0] * len(idx)), round(FRACTIONS[1] * len(idx))
-        parts["labeled"].append(idx[:LABELS_PER_CLASS])
-        parts["unlabeled"].append(idx[LABELS_PER_CLASS:n_pool])
-        parts["val"].append(idx[n_pool:n_pool + n_val])
-        parts["test"].append(idx[n_pool + n_val:])
+    rows = stratified_split(labels, FRACTIONS, rng, names=("pool", "val", "test"), shuffle=False)
+    pool = rows.pop("pool")  # grouped by class, each class's rows in random order: its first ones get labels
+    rank = np.arange(len(pool)) - np.searchsorted(labels[pool], labels[pool])  # place within its class
+    rows["labeled"], rows["unlabeled"] = pool[rank < LABELS_PER_CLASS], pool[rank >= LABELS_PER_CLASS]
     ids = rng.permutation(len(labels))  # ids carry no information
     frame = pd.DataFrame(images, columns=PIXELS)
     frame.insert(0, "id", ids)
     with_label = frame.assign(label=labels)
-    rows = {name: np.concatenate(chunks) for name, chunks in parts.items()}
     files = {"public/train_labeled.csv": with_label.iloc[rows["labeled"]],
              "public/train_unlabeled.csv": frame.iloc[rows["unlabeled"]],
              "public/val_inputs.csv": frame.iloc[rows["val"]],
              "test_inputs/test_inputs.csv": frame.iloc[rows["test"]],
              "labels/val.csv": with_label.iloc[rows["val"]][["id", "label"]],
              "labels/test.csv": with_label.iloc[rows["test"]][["id", "label"]]}
-    for rel, table in files.items():
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        table.sort_values("id").to_csv(path, index=False, lineterminator="\n")
+    write_tables(out, files)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    build(args.out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

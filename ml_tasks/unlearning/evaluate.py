@@ -24,26 +24,22 @@ On the phase's hidden images (labels/eval_<phase>.npz):
 Utility counts both what the model keeps (retained images) and how it generalizes (never-trained
 images), as the NeurIPS 2023 unlearning challenge's utility does: forgetting by degrading the whole
 model (shrinking every weight until members and non-members look alike) is paid for in heldout_acc.
-A constant output has mia_gap near 0 but accuracies near 0.1, so it scores about 0.01.
+A constant output has mia_gap near 0 but accuracies near 0.1, so it scores about 0.01. The command
+line and the one-line error contract come from the harness's `task_runtime` package.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from task_runtime import InvalidPredictions, evaluator_main
+
 SHAPES = {"w1": (100, 128), "b1": (128,), "w2": (128, 10), "b2": (10,)}
 MAX_BYTES = 1 << 20  # the weights are 14,218 floats (about 40 KB as float32)
-
-
-class InvalidPredictions(Exception):
-    """The weights cannot be scored; the message is the one line the harness records."""
 
 
 def load_weights(path: Path) -> dict[str, np.ndarray]:
@@ -114,28 +110,8 @@ def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, f
         return score(weights, {k: data[k] for k in data.files})
 
 
-def write_json(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Score unlearned weights (retained x held-out accuracy x (1 - MIA gap)).")
-    parser.add_argument("--phase", choices=["val", "test"], required=True)
-    parser.add_argument("--predictions-dir", type=Path, required=True)
-    parser.add_argument("--labels", type=Path, required=True)
-    parser.add_argument("--metrics", type=Path, required=True)
-    args = parser.parse_args(argv)
-    args.metrics.unlink(missing_ok=True)  # a stale file must never pass for this run's score
-    try:
-        metrics = evaluate(args.phase, args.predictions_dir, args.labels)
-    except InvalidPredictions as exc:
-        print(str(exc), file=sys.stderr)  # the harness records this line as the bug reason
-        return 1
-    write_json(args.metrics, {"metrics": metrics})
-    return 0
+    return evaluator_main(evaluate, "Score unlearned weights (retained x held-out accuracy x (1 - MIA gap)).", argv)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ numpy, uncompressed .npz with fixed timestamps). Layout under --out:
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -36,39 +35,20 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
+from task_runtime.datasets import prepare_main, stratified_split  # noqa: E402
+from task_runtime.digits import digit_images, on_canvas  # noqa: E402
+
 SEED = 20261127
 FORGET_FRACTION = 0.2
 RETAIN_PUBLIC_FRACTION = 0.25
 HIDDEN = 128
 CANVAS = 10
 NOISE = 0.1
-
-
-def load_digits() -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_digits as sk_load
-
-    data = sk_load()
-    return (data.images / 16.0).astype(np.float32), data.target.astype(np.int64)
-
-
-def place(images: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    canvas = np.zeros((len(images), CANVAS, CANVAS), dtype=np.float32)
-    offsets = rng.integers(0, CANVAS - 8 + 1, size=(len(images), 2))
-    for i, (dy, dx) in enumerate(offsets):
-        canvas[i, dy:dy + 8, dx:dx + 8] = images[i]
-    noisy = canvas + rng.normal(0.0, NOISE, size=canvas.shape).astype(np.float32)
-    return np.clip(noisy, 0.0, 1.0).reshape(len(images), -1).astype(np.float32)
+FRACTIONS = (0.6, 0.2, 0.2)  # train / val / test, per class
 
 
 def split(y: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    parts: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": []}
-    for cls in np.unique(y):
-        idx = rng.permutation(np.flatnonzero(y == cls))
-        n_train, n_val = round(0.6 * len(idx)), round(0.2 * len(idx))
-        parts["train"].append(idx[:n_train])
-        parts["val"].append(idx[n_train:n_train + n_val])
-        parts["test"].append(idx[n_train + n_val:])
-    out = {k: rng.permutation(np.concatenate(v)) for k, v in parts.items()}
+    out = stratified_split(y, FRACTIONS, rng)
     train = out.pop("train")
     n_forget = round(FORGET_FRACTION * len(train))
     out["forget"], retain = train[:n_forget], train[n_forget:]
@@ -90,9 +70,9 @@ def train_original(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
 def build(out: Path) -> None:
     import warnings
 
-    images, y = load_digits()
+    images, y = digit_images()
     rng = np.random.default_rng(SEED)
-    x = place(images, rng)
+    x = on_canvas(images, CANVAS, NOISE, rng)
     parts = split(y, rng)
     for folder in ("public", "test_inputs", "labels"):
         (out / folder).mkdir(parents=True, exist_ok=True)
@@ -111,10 +91,7 @@ def build(out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    build(parser.parse_args(argv).out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":
