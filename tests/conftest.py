@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -70,6 +74,36 @@ def run_cli(*args: str, cwd: Path = REPO, timeout: float = HANG_TIMEOUT_S, env: 
     """Run one of the repo's CLIs the way a user would."""
     return subprocess.run([sys.executable, str(REPO / script), *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def complete_journal_records(run_dir: Path) -> list[dict]:
+    """The journal's records up to its last newline: a run killed mid-write leaves a torn last line."""
+    text = (Path(run_dir) / "journal.jsonl").read_text()
+    return [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines()]
+
+
+def finished_at_least(n: int) -> Callable[[list[dict]], bool]:
+    return lambda records: sum(r["kind"] == "finished" for r in records) >= n
+
+
+def kill_run_when(results: Path, args: list[str], condition: Callable[[list[dict]], bool]) -> None:
+    """Start the CLI run into ``results`` and SIGKILL its whole process group as soon as its journal meets
+    ``condition``: a real crash at a chosen point, which the test then resumes. Fails if the run ends first."""
+    proc = subprocess.Popen([sys.executable, str(REPO / "run_agent_benchmark.py"), *args, f"results_dir={results}"],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + HANG_TIMEOUT_S
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            journal = next(results.glob("*/*/*/journal.jsonl"), None)
+            if journal is not None and condition(complete_journal_records(journal.parent)):
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+            time.sleep(0.005)
+        else:
+            pytest.fail("the run ended before the kill point was reached" if proc.poll() is not None
+                        else f"the kill point was not reached within {HANG_TIMEOUT_S:.0f} s")
+    finally:
+        proc.wait(timeout=30)
 
 
 def compose(*overrides: str):

@@ -1,19 +1,13 @@
-"""Each search agent end to end on the real causality task with scripted replies that really edit the
-code, and a killed-then-resumed run that rebuilds the same tree."""
+"""Each search agent end to end with scripted replies that really edit the code (on the toy task by default,
+on the real causality task with `-m slow`), and a killed-then-resumed run that rebuilds the same tree."""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, HANG_TIMEOUT_S, REPO, journal_records, run_cli, run_inprocess
+from conftest import FIXTURES, finished_at_least, journal_records, kill_run_when, run_inprocess
 
 CAUSALITY_SCRIPT = FIXTURES / "scripts" / "causality.yaml"
 TOY_SCRIPT = FIXTURES / "scripts" / "toy"
@@ -23,32 +17,39 @@ def _finished(run_dir: Path) -> list[dict]:
     return [r["node"] for r in journal_records(run_dir) if r["kind"] == "finished"]
 
 
-@pytest.mark.parametrize("agent, overrides, steps, expected", [
-    ("aide", ["agent.num_drafts=2", "agent.debug_prob=1.0"], 4,
-     [("draft", "ok"), ("draft", "buggy"), ("debug", "ok"), ("improve", "ok")]),
-    # a causality run costs about a minute of CPU: aide's stays in the default suite, these two are slow
-    pytest.param("mcts", ["agent.num_children=2"], 4,
-                 [("draft", "ok"), ("draft", "buggy"), ("debug", "ok"), ("improve", "ok")], marks=pytest.mark.slow),
-    pytest.param("evolutionary", ["agent.individuals_per_generation=2"], 5,
-                 [("draft", "ok"), ("draft", "buggy"), ("debug", "ok"), ("improve", "ok"), ("improve", "ok")],
-                 marks=pytest.mark.slow),
+AIDE = ["agent.num_drafts=2", "agent.debug_prob=1.0"]
+DRAFT_BUG_FIX_IMPROVE = [("draft", "ok"), ("draft", "buggy"), ("debug", "ok"), ("improve", "ok")]
+SCRIPTS = {"toy": TOY_SCRIPT, "causality": CAUSALITY_SCRIPT}
+MIN_PROMPT_CHARS = {"toy": 800, "causality": 1000}  # every prompt carries the task's description and code
+
+
+# The same scripted sequence on both tasks: the toy task proves the agent loop in the default suite; a causality
+# run (a real LightGBM baseline, a T-learner edit) costs about a minute of CPU, so those run with `-m slow`; the
+# README quick start (test_end_to_end.py) keeps one real task in the default suite.
+@pytest.mark.parametrize("agent, task, overrides, steps, expected", [
+    ("aide", "toy", AIDE, 4, DRAFT_BUG_FIX_IMPROVE),
+    pytest.param("aide", "causality", AIDE, 4, DRAFT_BUG_FIX_IMPROVE, marks=pytest.mark.slow),
+    pytest.param("mcts", "causality", ["agent.num_children=2"], 4, DRAFT_BUG_FIX_IMPROVE, marks=pytest.mark.slow),
+    pytest.param("evolutionary", "causality", ["agent.individuals_per_generation=2"], 5,
+                 DRAFT_BUG_FIX_IMPROVE + [("improve", "ok")], marks=pytest.mark.slow),
 ])
-def test_agent_edits_causality_and_ends_with_a_valid_best(causality, tmp_path: Path, agent, overrides, steps,
-                                                           expected) -> None:
-    summary, _ = run_inprocess(f"agent={agent}", "task=causality", f"budget.steps={steps}", f"results_dir={tmp_path}",
-                               "llm=scripted", f"llm.script={CAUSALITY_SCRIPT}", *overrides)
+def test_agent_edits_the_baseline_and_ends_with_a_valid_best(request, tmp_path: Path, agent, task, overrides, steps,
+                                                             expected) -> None:
+    request.getfixturevalue(task)  # the prepared workspace
+    summary, _ = run_inprocess(f"agent={agent}", f"task={task}", f"budget.steps={steps}", f"results_dir={tmp_path}",
+                               "llm=scripted", f"llm.script={SCRIPTS[task]}", *overrides)
     run_dir = Path(summary["run_dir"])
     nodes = _finished(run_dir)
     assert [(n["operator"], n["status"]) for n in nodes[1:]] == expected
-    t_learner, buggy, fixed = nodes[1], nodes[2], nodes[3]
-    assert t_learner["primary"] < nodes[0]["primary"]  # the T-learner really is better on this data
+    first_draft, buggy, fixed = nodes[1], nodes[2], nodes[3]
+    assert first_draft["primary"] < nodes[0]["primary"]  # the first draft (toy: slope 2; causality: a T-learner) wins
     assert fixed["parents"] == [buggy["id"]] and buggy["parents"] == ["0000"]
     assert all(n["parents"][0] in {m["id"] for m in nodes[1:]} for n in nodes[4:])  # improvements build on drafts
     assert summary["best"]["test"] is not None and summary["best"]["node"] != "0000"
     assert summary["steps"]["experiments"] == steps
     calls = [c for n in nodes for c in n["llm_calls"]]
-    assert calls and all(c["prompt_chars"] > 1000 and c["operator"] in ("draft", "debug", "improve", "analyze")
-                         for c in calls)
+    assert calls and all(c["prompt_chars"] > MIN_PROMPT_CHARS[task]
+                         and c["operator"] in ("draft", "debug", "improve", "analyze") for c in calls)
 
 
 def _tree(run_dir: Path) -> list[tuple]:
@@ -63,27 +64,16 @@ def _policies(run_dir: Path) -> list:
 @pytest.mark.parametrize("agent, extra", [("mcts", ["agent.num_children=2"]),
                                           ("evolutionary", ["agent.individuals_per_generation=2"])])
 def test_killed_run_resumes_to_the_same_tree(toy, tmp_path: Path, agent, extra) -> None:
+    # the uninterrupted and the resumed run in process, only the killed one as a CLI: each CLI start imports
+    # litellm again (seconds of CPU); test_resume.py covers resuming through the CLI
     args = [f"agent={agent}", "task=toy", "budget.steps=5", "quiet=true", "llm=scripted", f"llm.script={TOY_SCRIPT}",
             *extra]
-    reference = tmp_path / "reference"
-    assert run_cli(*args, f"results_dir={reference}").returncode == 0
-    (ref_dir,) = (reference / agent / "toy").iterdir()
-
+    reference, _ = run_inprocess(*args, f"results_dir={tmp_path / 'reference'}")
+    ref_dir = Path(reference["run_dir"])
     killed = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, str(REPO / "run_agent_benchmark.py"), *args, f"results_dir={killed}"],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + HANG_TIMEOUT_S
-    while time.monotonic() < deadline and proc.poll() is None:
-        journal = next(killed.glob(f"{agent}/toy/*/journal.jsonl"), None)
-        text = journal.read_text() if journal else ""
-        if sum(json.loads(line)["kind"] == "finished" for line in text[:text.rfind("\n") + 1].splitlines()) >= 3:
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-        time.sleep(0.005)
-    proc.wait(timeout=30)
-    resumed = run_cli(*args, f"results_dir={killed}")
-    assert resumed.returncode == 0, resumed.stderr
-    assert "resuming" in resumed.stdout
+    kill_run_when(killed, args, finished_at_least(3))
+    _, output = run_inprocess(*args, f"results_dir={killed}")
+    assert "resuming" in output
     (run_dir,) = (killed / agent / "toy").iterdir()
     assert _tree(run_dir) == _tree(ref_dir)
     assert _policies(run_dir) == _policies(ref_dir)

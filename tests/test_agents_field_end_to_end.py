@@ -4,16 +4,11 @@ scripted replies that really edit the code, and killed-then-resumed runs that re
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, HANG_TIMEOUT_S, REPO, journal_records, run_inprocess
+from conftest import FIXTURES, finished_at_least, journal_records, kill_run_when, run_inprocess
 
 SCRIPTS = FIXTURES / "scripts"
 
@@ -127,17 +122,7 @@ def test_killed_run_resumes_to_the_same_tree(toy, tmp_path: Path, agent) -> None
     ref_dir = Path(summary["run_dir"])
 
     killed = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, str(REPO / "run_agent_benchmark.py"), *args, f"results_dir={killed}"],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + HANG_TIMEOUT_S
-    while time.monotonic() < deadline and proc.poll() is None:
-        journal = next(killed.glob(f"{agent}/toy/*/journal.jsonl"), None)
-        text = journal.read_text() if journal else ""
-        if sum(json.loads(line)["kind"] == "finished" for line in text[:text.rfind("\n") + 1].splitlines()) >= 3:
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-        time.sleep(0.005)
-    proc.wait(timeout=30)
+    kill_run_when(killed, args, finished_at_least(3))
     _, output = run_inprocess(*args, f"results_dir={killed}")
     assert "resuming" in output
     (run_dir,) = (killed / agent / "toy").iterdir()

@@ -4,12 +4,7 @@ migration, the baseline seeded once, JSON state; then end to end on causality an
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -17,7 +12,7 @@ import pytest
 
 from agents.openevolve import OpenEvolveConfig, OpenEvolvePolicy, code_distance, code_stats
 from benchmark.journal import Node
-from conftest import FIXTURES, HANG_TIMEOUT_S, REPO, journal_records, run_cli, run_inprocess
+from conftest import FIXTURES, finished_at_least, journal_records, kill_run_when, run_inprocess
 from trees import Tree
 
 
@@ -173,22 +168,12 @@ def test_killed_openevolve_run_resumes_to_the_same_database(toy, tmp_path: Path)
     script.write_text("".join(json.dumps({"reply": r, "operator": "evolve"}) + "\n" for r in replies))
     args = ["agent=openevolve", "task=toy", "budget.steps=4", "quiet=true", "llm=scripted", f"llm.script={script}",
             "agent.migration_interval=1", "budget.max_unexecuted_in_a_row=3"]
-    assert run_cli(*args, f"results_dir={tmp_path / 'reference'}").returncode == 0
-    (ref_dir,) = (tmp_path / "reference" / "openevolve" / "toy").iterdir()
+    reference, _ = run_inprocess(*args, f"results_dir={tmp_path / 'reference'}")  # in process: no second CLI start
+    ref_dir = Path(reference["run_dir"])
     killed = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, str(REPO / "run_agent_benchmark.py"), *args, f"results_dir={killed}"],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + HANG_TIMEOUT_S
-    while time.monotonic() < deadline and proc.poll() is None:
-        journal = next(killed.glob("openevolve/toy/*/journal.jsonl"), None)
-        text = journal.read_text() if journal else ""
-        if sum(json.loads(line)["kind"] == "finished" for line in text[:text.rfind("\n") + 1].splitlines()) >= 3:
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-        time.sleep(0.005)
-    proc.wait(timeout=30)
-    resumed = run_cli(*args, f"results_dir={killed}")
-    assert resumed.returncode == 0 and "resuming" in resumed.stdout, resumed.stderr
+    kill_run_when(killed, args, finished_at_least(3))
+    _, output = run_inprocess(*args, f"results_dir={killed}")
+    assert "resuming" in output
     (run_dir,) = (killed / "openevolve" / "toy").iterdir()
     assert _run_tree(run_dir) == _run_tree(ref_dir)
     final = _run_tree(ref_dir)[-1][-1]

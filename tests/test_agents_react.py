@@ -5,12 +5,7 @@ command, the bounded prompt, end to end on causality, and a SIGKILL resume that 
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,7 +17,7 @@ from benchmark.commands import CommandResult, CommandRunner
 from benchmark.experiment import DATA_PLACE, data_path_in_jobs
 from benchmark.journal import BlobStore
 from benchmark.task import Budget, load_task
-from conftest import (CAUSALITY_S_LEARNER, CAUSALITY_T_LEARNER, HANG_TIMEOUT_S, REPO, journal_records, run_cli,
+from conftest import (CAUSALITY_S_LEARNER, CAUSALITY_T_LEARNER, finished_at_least, journal_records, kill_run_when,
                       run_inprocess)
 from trees import Tree
 
@@ -241,24 +236,13 @@ def _tree(run_dir: Path) -> list[tuple]:
 def test_killed_react_run_resumes_the_same_conversation(toy, tmp_path: Path) -> None:
     script = _script(tmp_path / "toy.jsonl", TOY_REPLIES)
     args = ["agent=react", "task=toy", "budget.steps=5", "quiet=true", "llm=scripted", f"llm.script={script}"]
-    assert run_cli(*args, f"results_dir={tmp_path / 'reference'}").returncode == 0
-    (ref_dir,) = (tmp_path / "reference" / "react" / "toy").iterdir()
+    reference, _ = run_inprocess(*args, f"results_dir={tmp_path / 'reference'}")  # in process: no second CLI start
     killed = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, str(REPO / "run_agent_benchmark.py"), *args, f"results_dir={killed}"],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + HANG_TIMEOUT_S
-    while time.monotonic() < deadline and proc.poll() is None:
-        journal = next(killed.glob("react/toy/*/journal.jsonl"), None)
-        text = journal.read_text() if journal else ""
-        if sum(json.loads(line)["kind"] == "finished" for line in text[:text.rfind("\n") + 1].splitlines()) >= 2:
-            os.killpg(proc.pid, signal.SIGKILL)  # node 0001 (a command and a submit) is done, 0002 is not
-            break
-        time.sleep(0.005)
-    proc.wait(timeout=30)
-    resumed = run_cli(*args, f"results_dir={killed}")
-    assert resumed.returncode == 0 and "resuming" in resumed.stdout, resumed.stderr
+    kill_run_when(killed, args, finished_at_least(2))  # node 0001 (a command and a submit) is done, 0002 is not
+    _, output = run_inprocess(*args, f"results_dir={killed}")
+    assert "resuming" in output
     (run_dir,) = (killed / "react" / "toy").iterdir()
-    assert _tree(run_dir) == _tree(ref_dir)
+    assert _tree(run_dir) == _tree(Path(reference["run_dir"]))
     later = [r["node"] for r in journal_records(run_dir) if r["kind"] == "finished"][2]["llm_calls"][0]
     prompt = BlobStore(run_dir / "blobs").text(later["messages"])
     assert "cat params.json" in prompt  # the resumed node's prompt carries the turns before the kill

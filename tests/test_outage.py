@@ -77,9 +77,8 @@ def test_unreachable_llm_aborts_with_exit_3_and_the_same_command_resumes(toy, tm
 
     with StubLLMServer(port=port) as server:  # the endpoint is back, at the same address
         server.script(ok(SLOPE.format(old="1.0", new="3.0")), ok(SLOPE.format(old="3.0", new="2.5")))
-        back = run_cli(*args)
-    assert back.returncode == 0, back.stderr
-    assert "resuming" in back.stdout and "it was aborted: the LLM endpoint" in back.stdout
+        _, back = run_inprocess(*args)  # the same command, in process: a second CLI start costs seconds of imports
+    assert "resuming" in back and "it was aborted: the LLM endpoint" in back
     summary = _summary(run_dir)
     assert summary["status"] == "finished" and "abort_cause" not in summary
     assert _finished_ids(run_dir) == ["0000", "0001", "0002"]  # the baseline was not run again
@@ -140,9 +139,8 @@ def test_outage_with_two_steps_in_flight_records_neither(toy, tmp_path: Path) ->
 def test_llm_answering_with_code_that_always_fails_is_a_finished_result(toy, tmp_path: Path) -> None:
     script = tmp_path / "crash.yaml"
     script.write_text(json.dumps([CRASH] * 4))
-    proc = run_cli("agent=greedy", "task=toy", "llm=scripted", f"llm.script={script}", "budget.steps=2",
-                   "quiet=true", f"results_dir={tmp_path / 'results'}")
-    assert proc.returncode == 0, proc.stderr
+    run_inprocess("agent=greedy", "task=toy", "llm=scripted", f"llm.script={script}", "budget.steps=2", "quiet=true",
+                  f"results_dir={tmp_path / 'results'}")  # in process: no CLI start; a finished run's CLI exits 0
     run_dir = _only_run(tmp_path / "results")
     summary = _summary(run_dir)
     assert summary["status"] == "finished" and "abort_cause" not in summary and not _aborted(run_dir)

@@ -7,16 +7,12 @@ several nodes pending and the resumed run must re-run exactly those.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import HANG_TIMEOUT_S, REPO, journal_records, run_cli
+from conftest import (complete_journal_records, finished_at_least, journal_records, kill_run_when, run_cli,
+                      run_inprocess)
 
 ARGS = ["agent=optuna", "task=toy", "budget.steps=6", "quiet=true"]
 # random sampling only (no TPE), so each step's choice depends on (seed, step) alone, not on the
@@ -37,36 +33,18 @@ def _run_dir(results: Path) -> Path:
     return run_dir
 
 
+def _uninterrupted(results: Path, args: list[str]) -> tuple[Path, dict]:
+    """The reference run, in process (a CLI start costs seconds of imports; the runs under test are CLIs)."""
+    summary, _ = run_inprocess(*args, f"results_dir={results}")
+    assert summary["status"] == "finished", summary
+    return Path(summary["run_dir"]), summary
+
+
 @pytest.fixture(scope="module")
-def reference(toy, tmp_path_factory) -> tuple[list[tuple], dict]:
+def reference(toy, tmp_path_factory) -> tuple[list[tuple], dict, Path]:
     results = tmp_path_factory.mktemp("reference")
-    proc = run_cli(*ARGS, f"results_dir={results}")
-    assert proc.returncode == 0, proc.stderr
-    run_dir = _run_dir(results)
-    return _nodes(run_dir), json.loads((run_dir / "summary.json").read_text())
-
-
-def _kill_when(results: Path, condition, args: list[str] = ARGS, timeout: float = HANG_TIMEOUT_S) -> None:
-    proc = subprocess.Popen([sys.executable, str(REPO / "run_agent_benchmark.py"), *args, f"results_dir={results}"],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            journal = next(results.glob("optuna/*/*/journal.jsonl"), None)
-            text = journal.read_text() if journal else ""
-            records = [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines()]
-            if condition(records):
-                os.killpg(proc.pid, signal.SIGKILL)
-                break
-            time.sleep(0.005)
-        else:
-            pytest.fail("the run ended before the kill point was reached")
-    finally:
-        proc.wait(timeout=30)
-
-
-def _finished(n: int):
-    return lambda records: sum(r["kind"] == "finished" for r in records) >= n
+    run_dir, summary = _uninterrupted(results, ARGS)
+    return _nodes(run_dir), summary, results
 
 
 def _pending_after(n: int):
@@ -76,13 +54,13 @@ def _pending_after(n: int):
 
 @pytest.mark.parametrize("label, condition", [
     ("in the baseline", _pending_after(0)),
-    ("after two nodes", _finished(2)),
+    ("after two nodes", finished_at_least(2)),
     ("mid-experiment", _pending_after(4)),
-    ("in the final test", _finished(7)),
+    ("in the final test", finished_at_least(7)),
 ])
 def test_sigkill_then_resume_matches_uninterrupted_run(reference, tmp_path: Path, label: str, condition) -> None:
-    nodes, summary = reference
-    _kill_when(tmp_path, condition)
+    nodes, summary, _ = reference
+    kill_run_when(tmp_path, ARGS, condition)
     proc = run_cli(*ARGS, f"results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stderr
     assert "resuming" in proc.stdout
@@ -99,11 +77,11 @@ def test_sigkill_then_resume_matches_uninterrupted_run(reference, tmp_path: Path
     assert resumed["best"] == summary["best"] and resumed["steps"] == summary["steps"]
 
 
-def test_finished_run_is_a_noop_that_reprints_the_summary(reference, tmp_path: Path) -> None:
-    assert run_cli(*ARGS, f"results_dir={tmp_path}").returncode == 0
-    journal = _run_dir(tmp_path) / "journal.jsonl"
+def test_finished_run_is_a_noop_that_reprints_the_summary(reference) -> None:
+    results = reference[2]  # the other tests hold what they compare with: a no-op that wrote would fail here
+    journal = _run_dir(results) / "journal.jsonl"
     before = journal.read_bytes()
-    proc = run_cli(*ARGS, f"results_dir={tmp_path}")
+    proc = run_cli(*ARGS, f"results_dir={results}")
     assert proc.returncode == 0
     assert "already finished" in proc.stdout and "summary: optuna on toy" in proc.stdout
     assert journal.read_bytes() == before
@@ -119,11 +97,8 @@ def reference_k4(tmp_path_factory) -> tuple[set[tuple], dict]:
     from conftest import _prepared
 
     _prepared("sleepy")
-    results = tmp_path_factory.mktemp("reference_k4")
-    proc = run_cli(*ARGS_K4, f"results_dir={results}")
-    assert proc.returncode == 0, proc.stderr
-    run_dir = _run_dir(results)
-    return _node_set(run_dir), json.loads((run_dir / "summary.json").read_text())
+    run_dir, summary = _uninterrupted(tmp_path_factory.mktemp("reference_k4"), ARGS_K4)
+    return _node_set(run_dir), summary
 
 
 def _node_set(run_dir: Path) -> set[tuple]:
@@ -134,13 +109,12 @@ def _node_set(run_dir: Path) -> set[tuple]:
 @pytest.mark.parametrize("label, condition", [
     ("early, several in flight", lambda rs: sum(r["kind"] == "finished" for r in rs) >= 2 and _in_flight(rs) >= 3),
     ("late, several in flight", lambda rs: sum(r["kind"] == "finished" for r in rs) >= 6 and _in_flight(rs) >= 2),
-    ("in the final test", _finished(11)),
+    ("in the final test", finished_at_least(11)),
 ])
 def test_sigkill_with_four_in_flight_then_resume(reference_k4, tmp_path: Path, label: str, condition) -> None:
     nodes, summary = reference_k4
-    _kill_when(tmp_path, condition, ARGS_K4)
-    text = (_run_dir(tmp_path) / "journal.jsonl").read_text()
-    killed = [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines()]  # a torn last line is dropped
+    kill_run_when(tmp_path, ARGS_K4, condition)
+    killed = complete_journal_records(_run_dir(tmp_path))
     finished_before = {r["node"]["id"] for r in killed if r["kind"] == "finished"}
     proc = run_cli(*ARGS_K4, f"results_dir={tmp_path}")
     assert proc.returncode == 0, proc.stderr
