@@ -30,7 +30,8 @@ COLUMNS = ["dataset", "source", "target"]
 
 def load_predictions(path: Path, n_nodes: dict[str, int]) -> pd.DataFrame:
     frame = read_predictions(path, COLUMNS, dtype={"dataset": str})
-    unknown = sorted(set(frame["dataset"].astype(str)) - set(n_nodes))
+    # a cell pandas reads as missing ("", "nan", "NA") is a name no dataset has, not a crash
+    unknown = sorted({"<missing>" if pd.isna(name) else str(name) for name in frame["dataset"]} - set(n_nodes))
     if unknown:
         raise InvalidPredictions(f"{path.name} names unknown datasets, e.g. {unknown[0][:40]!r}")
     frame["dataset"] = frame["dataset"].astype(str)

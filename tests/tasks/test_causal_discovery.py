@@ -153,8 +153,6 @@ def test_val_phase_cannot_reach_the_true_graphs(prepared, tmp_path):
     assert "FOUND" not in stdout, stdout
 
 
-@pytest.mark.xfail(strict=True, reason="evaluate.py formats the unknown dataset name NaN as a string and crashes "
-                   "(TypeError) instead of one line; found by tests/test_tasks.py's hostile NaN case")
 def test_evaluator_rejects_a_nan_dataset_name_in_one_line(prepared, tmp_path, capsys):
     preds = tmp_path / "preds"
     preds.mkdir()
