@@ -108,3 +108,19 @@ def evaluate_effects(phase: str, predictions_dir: Path, labels_dir: Path) -> dic
     labels = pd.read_csv(labels_dir / LABEL_FILES[phase]).rename(columns={"ite": "ite_true"})
     pred = load_effects(predictions_dir / "predictions.csv").rename(columns={"ite": "ite_pred"})
     return pehe_scores(align_effects(pred, labels))
+
+
+TABLE_PLACES = {"train": "public/train.csv", "val_inputs": "public/val_inputs.csv",
+                "test_inputs": "test_inputs/test_inputs.csv", "val_ite": "labels/val_ite.csv",
+                "test_ite": "labels/test_ite.csv"}
+
+
+def write_replication_tables(out: Path, tables: dict[str, list[pd.DataFrame]], float_format: str) -> None:
+    """prepare.py's last step: each table's per-replication frames, concatenated and sorted by
+    (rep, unit), written to its place under the task's workspace folder with a fixed float format
+    (so a re-run writes the same bytes)."""
+    for name, rel in TABLE_PLACES.items():
+        frame = pd.concat(tables[name], ignore_index=True).sort_values(KEYS, kind="stable")
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_csv(path, index=False, float_format=float_format, lineterminator="\n")

@@ -25,13 +25,14 @@ Two runs write the same bytes.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from task_runtime.datasets import prepare_main
 
 # fixed: changing it changes the task (bump the version)
 GRAPH_ENTROPY = 0x6F1C_93A2_D5E8_4B07_A1C3_2E9F_0B64_7D15
@@ -97,12 +98,7 @@ def build(out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    build(args.out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -28,12 +28,14 @@ Two runs write the same bytes. Layout written under --out:
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from task_runtime.datasets import prepare_main
+from task_runtime.effects import write_replication_tables
 
 # fixed: changing it changes the task (bump the version)
 SURFACE_ENTROPY = 0x3A7F_52C1_E09B_4D68_B215_7C3E_91A4_0F5D
@@ -146,23 +148,11 @@ def build(out: Path) -> None:
                 tables[f"{part}_inputs"].append(frame)
                 tables[f"{part}_ite"].append(keys.assign(ite=tau[idx]))
 
-    destinations = {"train": "public/train.csv", "val_inputs": "public/val_inputs.csv",
-                    "test_inputs": "test_inputs/test_inputs.csv",
-                    "val_ite": "labels/val_ite.csv", "test_ite": "labels/test_ite.csv"}
-    for name, rel in destinations.items():
-        frame = pd.concat(tables[name], ignore_index=True).sort_values(["rep", "unit"], kind="stable")
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
+    write_replication_tables(out, tables, FLOAT_FORMAT)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    build(args.out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -19,12 +19,14 @@ cannot regenerate the true effects by calling `ihdp_surface_B(random_state=k)` f
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from task_runtime.datasets import prepare_main
+from task_runtime.effects import write_replication_tables
 
 N_REPLICATIONS = 10
 REPLICATION_ENTROPY = 0x1BD9_C0A5_7E11  # fixed: changing it changes the task (bump the version)
@@ -107,23 +109,11 @@ def build(out: Path) -> None:
                 tables[f"{part}_inputs"].append(pd.concat([keys, cov.iloc[idx].reset_index(drop=True)], axis=1))
                 tables[f"{part}_ite"].append(keys.assign(ite=ite[idx]))
 
-    destinations = {"train": "public/train.csv", "val_inputs": "public/val_inputs.csv",
-                    "test_inputs": "test_inputs/test_inputs.csv",
-                    "val_ite": "labels/val_ite.csv", "test_ite": "labels/test_ite.csv"}
-    for name, rel in destinations.items():
-        frame = pd.concat(tables[name], ignore_index=True).sort_values(["rep", "unit"], kind="stable")
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
+    write_replication_tables(out, tables, FLOAT_FORMAT)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    build(args.out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

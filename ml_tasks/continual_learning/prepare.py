@@ -16,12 +16,14 @@ zip entries carry a fixed timestamp), so two runs write the same bytes. Layout u
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from task_runtime.datasets import prepare_main, stratified_split
+from task_runtime.digits import digit_images
 
 SPLITS = ((0, 1), (2, 3), (4, 5), (6, 7), (8, 9))  # class-incremental, as split-MNIST
 SEED = 20261124
@@ -29,21 +31,13 @@ FRACTIONS = (0.6, 0.2)  # train, val; the rest is test (stratified per class)
 
 
 def load_digits() -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_digits as sk_load
-
-    data = sk_load()
-    return (data.data / 16.0).astype(np.float32), data.target.astype(np.int64)
+    """The digits as (n, 64) float32 pixels in [0, 1] and their labels."""
+    images, labels = digit_images()
+    return images.reshape(len(images), -1), labels
 
 
 def stratified_parts(y: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    parts: dict[str, list[np.ndarray]] = {"train": [], "val": [], "test": []}
-    for cls in np.unique(y):
-        idx = rng.permutation(np.flatnonzero(y == cls))
-        n_train, n_val = round(FRACTIONS[0] * len(idx)), round(FRACTIONS[1] * len(idx))
-        parts["train"].append(idx[:n_train])
-        parts["val"].append(idx[n_train:n_train + n_val])
-        parts["test"].append(idx[n_train + n_val:])
-    return {k: rng.permutation(np.concatenate(v)) for k, v in parts.items()}  # classes interleaved
+    return stratified_split(y, (*FRACTIONS, 1 - sum(FRACTIONS)), rng)
 
 
 def build(out: Path) -> None:
@@ -65,10 +59,7 @@ def build(out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    build(parser.parse_args(argv).out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

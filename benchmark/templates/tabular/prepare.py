@@ -18,12 +18,13 @@ Layout written under --out:
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from task_runtime.datasets import prepare_main
 
 SPLIT_SEED = 20250101  # changing it changes the task: bump the version in task.yaml
 FRACTIONS = (0.6, 0.2, 0.2)  # train / val / test, stratified by label
@@ -77,12 +78,7 @@ def build(out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    build(args.out)
-    return 0
+    return prepare_main(build, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":
