@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 
 
 def _known_tasks() -> dict[str, Path]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.journal import Node, NodeStore
 from benchmark.plugins import hookimpl
 from benchmark.task import TaskSpec

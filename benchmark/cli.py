@@ -16,8 +16,8 @@ from typing import Any, Callable, NoReturn
 
 from omegaconf import OmegaConf
 
-from benchmark.errors import UserError
-from benchmark.inert_text import inert
+from benchmark.common.errors import UserError
+from benchmark.common.inert_text import inert
 from benchmark.sweep import Invocation, describe, expand, launcher_job_problem, launcher_problem, parse
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"

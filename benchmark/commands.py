@@ -23,9 +23,9 @@ from typing import Any
 from benchmark.budget import charged_seconds
 from benchmark.executors.base import Executor
 from benchmark.experiment import materialize, phase_job
-from benchmark.inert_text import job_output
+from benchmark.common.inert_text import job_output
 from benchmark.journal import BlobStore
-from benchmark.safefs import discard_tree
+from benchmark.common.safefs import discard_tree
 from benchmark.workspace import PreparedTask
 
 OUTPUT_CAP_BYTES = 256 * 1024  # per stream, what the executor keeps (head and tail)
@@ -108,7 +108,7 @@ class CommandRunner:
 
 
 def _read(path: Path) -> str:
-    """A stream as the agent may see it: decoded, control sequences removed (benchmark/inert_text.py)."""
+    """A stream as the agent may see it: decoded, control sequences removed (benchmark/common/inert_text.py)."""
     try:
         return job_output(path.read_bytes())
     except FileNotFoundError:

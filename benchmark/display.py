@@ -7,7 +7,7 @@ score so far, tokens and dollars; finished-node lines scroll above it. Worker th
 they are doing, so every method here may be called from any thread.
 
 Lines carry agent text (plans, done reasons, bug reasons, feedback), so every line and job label is
-made inert here (benchmark/inert_text.py) before it reaches the terminal, and the live view never
+made inert here (benchmark/common/inert_text.py) before it reaches the terminal, and the live view never
 parses Rich markup.
 """
 
@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from benchmark.inert_text import inert
+from benchmark.common.inert_text import inert
 
 # what a running job is doing, shown next to it
 PROPOSING = "asking the LLM"

@@ -27,10 +27,10 @@ from benchmark.agent_api import Agent, OpContext, Policy
 from benchmark.budget import Counters
 from benchmark.config import config_hash, default_run_id, effective_budget
 from benchmark.display import Display, Stats, make_display
-from benchmark.errors import InfrastructureFailure, UserError
+from benchmark.common.errors import InfrastructureFailure, UserError
 from benchmark.experiment import check_isolation, data_path_in_jobs
 from benchmark.final_test import BASELINE_ID, final_test
-from benchmark.inert_text import install_log_filter
+from benchmark.common.inert_text import install_log_filter
 from benchmark.journal import ABORTED, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
 from benchmark.llm import LLMClient, Usage
 from benchmark.outage import GuardedExecutor, baseline_failure, llm_never_answered

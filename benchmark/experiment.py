@@ -21,10 +21,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.executors.base import Executor, Job, JobResult, Limits
-from benchmark.inert_text import clean_metrics, inert, job_output
-from benchmark.safefs import UnsafeOutput, discard_tree, read_regular_file
+from benchmark.common.inert_text import clean_metrics, inert, job_output
+from benchmark.common.safefs import UnsafeOutput, discard_tree, read_regular_file
 from benchmark.shipped_data import shipped_data_paths
 from benchmark.task import render
 from benchmark.workspace import LABELS_GID, PreparedTask

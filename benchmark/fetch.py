@@ -17,7 +17,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.task import Download, Repo, TaskSpec
 
 CACHE_DIR = ".cache"  # under the workspace root; task names cannot start with a dot

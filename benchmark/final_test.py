@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from benchmark import display as show
 from benchmark.experiment import run_phase
 from benchmark.journal import OK, now
-from benchmark.safefs import discard_tree
+from benchmark.common.safefs import discard_tree
 
 if TYPE_CHECKING:
     from benchmark.engine import Run

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Optional
 
-from benchmark.errors import BudgetExhausted, InfrastructureFailure, UserError
+from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, UserError
 
 CACHE_MODES = ("off", "record", "replay", "auto")
 MAX_BACKOFF_S = 60.0  # cap on one exponential backoff wait

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.modal_runs import RemoteRun, RemoteRunSettings, harness_image, placement_problem, run_remotely
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Any
 
-from benchmark.errors import InfrastructureFailure
+from benchmark.common.errors import InfrastructureFailure
 from benchmark.executors.base import Executor, Job, JobResult
 from benchmark.journal import OK, Node
 from benchmark.llm import Usage

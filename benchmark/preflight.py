@@ -10,7 +10,7 @@ from __future__ import annotations
 from omegaconf import DictConfig, OmegaConf
 
 from benchmark.agent_api import AgentSpec
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.llm import missing_credentials
 from benchmark.plugins import Registry
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 
 SUITES_FILE = Path(__file__).resolve().parents[1] / "ml_tasks" / "suites.yaml"
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
-from benchmark.inert_text import inert
+from benchmark.common.inert_text import inert
 from benchmark.journal import now
 
 if TYPE_CHECKING:

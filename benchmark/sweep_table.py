@@ -14,7 +14,7 @@ from typing import Sequence
 from omegaconf import DictConfig
 
 from benchmark.config import default_run_id
-from benchmark.inert_text import inert
+from benchmark.common.inert_text import inert
 
 COLUMNS = ("agent", "task", "seed", "best val", "hidden test", "normalized", "cost", "where")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 
 SCHEMA_VERSION = 1
 

@@ -38,10 +38,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Collection, Iterator
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.executors.base import Executor
 from benchmark.experiment import Outcome, check_isolation, materialize, phase_job, run_phase
-from benchmark.safefs import discard_tree
+from benchmark.common.safefs import discard_tree
 from benchmark.task import TaskSpec, load_task
 from benchmark.workspace import CHECKSUM_FILE, PreparedTask, prepare
 

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -24,7 +24,7 @@ from benchmark.agent_api import Action, Agent, OpContext, Proposal
 from benchmark.commands import CommandRunner
 from benchmark.display import Display
 from benchmark.edits import unified_diff
-from benchmark.errors import BudgetExhausted, InfrastructureFailure
+from benchmark.common.errors import BudgetExhausted, InfrastructureFailure
 from benchmark.experiment import run_phase
 from benchmark.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, BlobStore, Node
 from benchmark.outage import GuardedExecutor

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.task import TaskSpec, render
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

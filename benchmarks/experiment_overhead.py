@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-    from benchmark.errors import UserError
+    from benchmark.common.errors import UserError
     from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
     from benchmark.executors.sandbox import THREAD_ENV
     from benchmark.experiment import phase_job, run_phase

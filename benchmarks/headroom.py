@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-    from benchmark.errors import UserError
+    from benchmark.common.errors import UserError
     from benchmark.plugins import get_registry
     from benchmark.suites import suite_tasks
 

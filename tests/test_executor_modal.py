@@ -14,7 +14,7 @@ from typing import Iterator
 
 import pytest
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.executors import sandbox as sandbox_mod
 from benchmark.executors.base import Executor, Job, Limits
 from benchmark.executors.modal_backend import DATA_MOUNT, PRIVATE_MOUNT, RUN_TAG, ModalExecutor, ModalExecutorConfig

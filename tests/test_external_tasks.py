@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from benchmark import workspace as ws
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.task import load_task
 from benchmark.task_check import PASS, check_task
 from tests.conftest import FIXTURES, run_cli

@@ -13,7 +13,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything
 
 import pytest
 
-from benchmark.errors import BudgetExhausted, InfrastructureFailure, UserError
+from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, UserError
 from benchmark.llm import LLMCall, LLMClient, LLMConfig, Usage, missing_credentials
 
 from llm_server import (

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.errors import InfrastructureFailure
+from benchmark.common.errors import InfrastructureFailure
 from conftest import journal_records, run_cli, run_inprocess
 from llm_server import UNAUTHORIZED, UNAVAILABLE, StubLLMServer, ok
 from test_engine import CRASH

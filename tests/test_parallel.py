@@ -194,7 +194,7 @@ def test_policy_crash_ends_the_search_with_its_traceback(toy, tmp_path: Path) ->
 
 
 def test_gpu_shortage_for_k_jobs_is_one_clear_line(toy, tmp_path: Path, monkeypatch) -> None:
-    from benchmark.errors import UserError
+    from benchmark.common.errors import UserError
     from benchmark.task import Resources
 
     import benchmark.engine as engine
@@ -211,7 +211,7 @@ def test_gpu_shortage_for_k_jobs_is_one_clear_line(toy, tmp_path: Path, monkeypa
 
 
 def test_parallel_below_one_is_refused(toy, tmp_path: Path) -> None:
-    from benchmark.errors import UserError
+    from benchmark.common.errors import UserError
 
     with pytest.raises(UserError, match="parallel=0"):
         run_agent(tmp_path, lambda: Agent(TreePolicy(), {"write": write_step}), "parallel=0")

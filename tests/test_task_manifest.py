@@ -13,7 +13,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.task import PLACEHOLDERS, load_task, render
 
 REPO = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from benchmark import workspace as ws
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.task import Requirement, TaskSpec, load_task
 from conftest import HANG_TIMEOUT_S
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.executors.base import Job
 from benchmark.executors.job_fs import JOB_ROOT, STAGE_ROOT, job_places, place_of
 

@@ -13,8 +13,8 @@ from typing import Callable
 
 import pandas as pd
 
-from benchmark.errors import UserError
-from benchmark.inert_text import csv_safe, inert
+from benchmark.common.errors import UserError
+from benchmark.common.inert_text import csv_safe, inert
 from benchmark.scoring import comparisons, keys, tables
 from benchmark.scoring.normalize import HEADLINE_WHY
 from benchmark.scoring.runs import RunRecord

@@ -3,7 +3,7 @@ tree, every node's plan, analysis, diff, metrics, output, prompts and replies, t
 
 Pages open offline from disk: styles inline, plots as data: URIs, no scripts at all. Everything shown
 comes from runs of hostile agent code, so every string is made inert (no NUL, ESC or other control
-characters, benchmark/inert_text.py) and HTML-escaped, and a Content-Security-Policy
+characters, benchmark/common/inert_text.py) and HTML-escaped, and a Content-Security-Policy
 forbids scripts and remote loads outright, so even a missed escape could not run code or phone home.
 """
 
@@ -15,7 +15,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from benchmark.inert_text import inert, map_text
+from benchmark.common.inert_text import inert, map_text
 from benchmark.journal import Node
 from benchmark.scoring.runs import RunRecord, is_ok
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.journal import OK, BlobStore, Node
 from benchmark.scoring import keys
 
