@@ -45,7 +45,7 @@ from agents.tree import ROOT
 from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
 from benchmark.journal import OK, Node, NodeStore
 from benchmark.plugins import hookimpl
-from benchmark.task import TaskSpec
+from benchmark.tasks.manifest import TaskSpec
 
 P1 = "p1"
 GUIDES = {

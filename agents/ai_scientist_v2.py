@@ -34,7 +34,7 @@ from agents.tree import ROOT, action_from_json, action_to_json, debug_depth, is_
 from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
 from benchmark.journal import OK, Node, NodeStore
 from benchmark.plugins import hookimpl
-from benchmark.task import Metric, TaskSpec
+from benchmark.tasks.manifest import Metric, TaskSpec
 
 STAGES = ("basic", "hyperparameter_tuning", "creative_research", "ablation_refinement")
 GOALS = (

@@ -24,7 +24,7 @@ from agents.tree import ROOT, debug_depth, is_leaf
 from benchmark.agent_api import Action, Agent, AgentSpec, StatelessPolicy
 from benchmark.journal import NodeStore
 from benchmark.plugins import hookimpl
-from benchmark.task import TaskSpec
+from benchmark.tasks.manifest import TaskSpec
 
 
 @dataclass

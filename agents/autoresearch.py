@@ -30,7 +30,7 @@ from agents.tree import ROOT, debug_depth, is_leaf
 from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
 from benchmark.journal import OK, Node, NodeStore
 from benchmark.plugins import hookimpl
-from benchmark.task import TaskSpec
+from benchmark.tasks.manifest import TaskSpec
 
 KEEP, DISCARD, CRASH = "keep", "discard", "crash"
 MAIN = "main"

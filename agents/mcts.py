@@ -31,7 +31,7 @@ from agents.tree import (ROOT, action_from_json, action_to_json, debug_depth, pa
 from benchmark.agent_api import Action, Agent, AgentSpec
 from benchmark.journal import OK, Node, NodeStore
 from benchmark.plugins import hookimpl
-from benchmark.task import Metric, TaskSpec
+from benchmark.tasks.manifest import Metric, TaskSpec
 
 
 @dataclass

@@ -38,7 +38,7 @@ from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
 from benchmark.edits import format_instructions, unified_diff
 from benchmark.journal import OK, Node, NodeStore
 from benchmark.plugins import hookimpl
-from benchmark.task import Metric, TaskSpec
+from benchmark.tasks.manifest import Metric, TaskSpec
 
 @dataclass
 class OpenEvolveConfig(PromptConfig):

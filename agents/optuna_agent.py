@@ -16,7 +16,7 @@ from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, S
 from benchmark.common.errors import UserError
 from benchmark.journal import Node, NodeStore
 from benchmark.plugins import hookimpl
-from benchmark.task import TaskSpec
+from benchmark.tasks.manifest import TaskSpec
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 What a strong LLM asked for, and where it lives: numbers instead of words for limits (`setup`), the
 latest attempts with what each changed and every metric (`attempts`), output tails cut at line
-boundaries with tracebacks kept (`text.tail_lines`), a data preview (`benchmark.data_preview`),
+boundaries with tracebacks kept (`text.tail_lines`), a data preview (`benchmark.tasks.data_preview`),
 harness files in full once and then as an outline (`harness`), and a character budget that shrinks
 the least important sections first (`text.assemble`).
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agents.text import Section, diff_stats, head_lines, outline_python, summarize, tail_lines
-from benchmark.data_preview import preview
+from benchmark.tasks.data_preview import preview
 from benchmark.journal import OK, Node
 
 if TYPE_CHECKING:

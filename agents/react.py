@@ -32,7 +32,7 @@ from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, S
 from benchmark.edits import apply_edits, format_instructions
 from benchmark.journal import Node, NodeStore
 from benchmark.plugins import hookimpl
-from benchmark.task import TaskSpec
+from benchmark.tasks.manifest import TaskSpec
 
 
 @dataclass

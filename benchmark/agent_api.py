@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from benchmark.commands import CommandResult
     from benchmark.journal import Node, NodeStore
     from benchmark.llm import LLMCall, LLMClient
-    from benchmark.task import Budget, TaskSpec
+    from benchmark.tasks.manifest import Budget, TaskSpec
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from benchmark.executors.base import CPU, WALL
 from benchmark.journal import Node
 from benchmark.summary import plural
-from benchmark.task import Budget
+from benchmark.tasks.manifest import Budget
 
 
 @dataclass

@@ -26,7 +26,7 @@ from benchmark.experiment import materialize, phase_job
 from benchmark.common.inert_text import job_output
 from benchmark.journal import BlobStore
 from benchmark.common.safefs import discard_tree
-from benchmark.workspace import PreparedTask
+from benchmark.tasks.workspace import PreparedTask
 
 OUTPUT_CAP_BYTES = 256 * 1024  # per stream, what the executor keeps (head and tail)
 RETURN_CHARS = 20000  # per stream, the tail handed back to the agent and stored on the node

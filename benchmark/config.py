@@ -17,7 +17,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from benchmark.llm import LLMConfig
 from benchmark.plugins import Registry
-from benchmark.task import Budget
+from benchmark.tasks.manifest import Budget
 
 
 @dataclass

@@ -38,9 +38,9 @@ from benchmark.plugins import Registry
 from benchmark.preflight import llm_problem
 from benchmark.scheduler import Scheduler
 from benchmark.scoring.export import export_after_run
-from benchmark.task import Budget, load_task
+from benchmark.tasks.manifest import Budget, load_task
 from benchmark.worker import StepRunner
-from benchmark.workspace import PreparedTask, open_prepared
+from benchmark.tasks.workspace import PreparedTask, open_prepared
 
 
 class Run:

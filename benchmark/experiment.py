@@ -25,9 +25,9 @@ from benchmark.common.errors import UserError
 from benchmark.executors.base import Executor, Job, JobResult, Limits
 from benchmark.common.inert_text import clean_metrics, inert, job_output
 from benchmark.common.safefs import UnsafeOutput, discard_tree, read_regular_file
-from benchmark.shipped_data import shipped_data_paths
-from benchmark.task import render
-from benchmark.workspace import LABELS_GID, PreparedTask
+from benchmark.tasks.shipped_data import shipped_data_paths
+from benchmark.tasks.manifest import render
+from benchmark.tasks.workspace import LABELS_GID, PreparedTask
 
 log = logging.getLogger(__name__)
 

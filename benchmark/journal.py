@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
-from benchmark.task import Metric
+from benchmark.tasks.manifest import Metric
 
 # Node.status values
 OK = "ok"  # executed and scored

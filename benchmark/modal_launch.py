@@ -34,8 +34,8 @@ def launch(settings: dict[str, Any], hydra_context: Any, config: DictConfig,
            job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
     from benchmark.plugins import get_registry
     from benchmark.sweep_table import run_dir
-    from benchmark.task import load_task
-    from benchmark.workspace import open_prepared
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import open_prepared
 
     settings = {k: v for k, v in settings.items() if k != "_target_"}
     client = load_client(settings.pop("client", None))

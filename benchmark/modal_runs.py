@@ -29,7 +29,7 @@ from typing import Any, Optional
 from benchmark.executors.modal_image import ImageSpec, pin
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
-from benchmark.task import TaskSpec
+from benchmark.tasks.manifest import TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def remote_env(settings: RemoteRunSettings, executor: str) -> dict[str, str]:
     """The remote run's environment, given to its harness process: LLM keys, and with executor=modal the
     Modal token its experiments' sandboxes are made with."""
     from benchmark.executors.modal_image import modal_token
-    from benchmark.workspace import workspace_root
+    from benchmark.tasks.workspace import workspace_root
 
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",
            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "RESEARCHBENCH_WORKSPACE": str(workspace_root())}

@@ -33,8 +33,8 @@ def preflight(cfg: DictConfig, registry: Registry, verified: set[str] | None = N
     """Every start-up check of a composed run config: the task, its prepared workspace, the LLM
     credentials, the executor's own requirements. `verified` holds tasks whose workspace already
     verified (a sweep checksums each task's data once, not once per job)."""
-    from benchmark.task import load_task
-    from benchmark.workspace import open_prepared
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import open_prepared
 
     if cfg.parallel < 1:
         raise UserError(f"parallel={cfg.parallel}: give the number of experiments to keep in flight (1 or more)")

@@ -23,7 +23,7 @@ from benchmark.journal import now
 if TYPE_CHECKING:
     from benchmark.engine import Run
     from benchmark.journal import Node
-    from benchmark.task import TaskSpec
+    from benchmark.tasks.manifest import TaskSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LIBRARIES = ("researchbench", "hydra-core", "omegaconf", "pluggy", "litellm", "optuna", "numpy", "pandas",

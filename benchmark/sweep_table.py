@@ -22,7 +22,7 @@ COLUMNS = ("agent", "task", "seed", "best val", "hidden test", "normalized", "co
 def run_dir(cfg: DictConfig) -> Path:
     """Where the run of a composed config lives (the engine's own rule)."""
     from benchmark.plugins import get_registry
-    from benchmark.task import load_task
+    from benchmark.tasks.manifest import load_task
 
     task = load_task(get_registry().tasks[cfg.task.name]).name
     return Path(cfg.results_dir).absolute() / cfg.agent.name / task / default_run_id(cfg)

@@ -42,8 +42,8 @@ from benchmark.common.errors import UserError
 from benchmark.executors.base import Executor
 from benchmark.experiment import Outcome, check_isolation, materialize, phase_job, run_phase
 from benchmark.common.safefs import discard_tree
-from benchmark.task import TaskSpec, load_task
-from benchmark.workspace import CHECKSUM_FILE, PreparedTask, prepare
+from benchmark.tasks.manifest import TaskSpec, load_task
+from benchmark.tasks.workspace import CHECKSUM_FILE, PreparedTask, prepare
 
 VAL_SECONDS_LIMIT = 60.0  # the baseline's val phase must fit this: CPU seconds where measured, else wall
 RECORD_REL_TOL = 1e-4  # a recorded baseline score reproduces when within this relative difference...

@@ -28,8 +28,8 @@ from benchmark.common.errors import BudgetExhausted, InfrastructureFailure
 from benchmark.experiment import run_phase
 from benchmark.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, BlobStore, Node
 from benchmark.outage import GuardedExecutor
-from benchmark.task import Budget
-from benchmark.workspace import PreparedTask
+from benchmark.tasks.manifest import Budget
+from benchmark.tasks.workspace import PreparedTask
 
 log = logging.getLogger(__name__)
 TEXT_LIMIT = 4000  # characters of plan, feedback and analysis kept on a node

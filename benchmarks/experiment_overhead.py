@@ -66,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     from benchmark.executors.sandbox import THREAD_ENV
     from benchmark.experiment import phase_job, run_phase
     from benchmark.plugins import get_registry
-    from benchmark.task import load_task, render
-    from benchmark.workspace import open_prepared
+    from benchmark.tasks.manifest import load_task, render
+    from benchmark.tasks.workspace import open_prepared
 
     registry = get_registry()
     if args.task not in registry.tasks:

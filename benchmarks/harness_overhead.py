@@ -38,8 +38,8 @@ def measure(steps: int, results: Path) -> tuple[list[float], dict]:
     from benchmark.config import register_configs
     from benchmark.engine import run_benchmark
     from benchmark.plugins import get_registry
-    from benchmark.task import load_task
-    from benchmark.workspace import prepare
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import prepare
 
     registry = get_registry()
     register_configs(registry)

@@ -62,8 +62,8 @@ def measure(results: Path, experiments: int, parallel: int, seconds: float, work
     from benchmark.config import register_configs
     from benchmark.engine import run_benchmark
     from benchmark.plugins import get_registry
-    from benchmark.task import load_task
-    from benchmark.workspace import prepare
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import prepare
 
     base = get_registry()
     registry = dataclasses.replace(base, agents={**base.agents, "paced": _agent_spec()})

@@ -38,8 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
     from benchmark.experiment import run_phase
     from benchmark.plugins import get_registry
-    from benchmark.task import load_task
-    from benchmark.workspace import prepare
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import prepare
 
     spec = load_task(get_registry().tasks[args.task])
     prepared = prepare(spec, log=lambda *_: None)

@@ -46,8 +46,8 @@ def workspace_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _prepared(name: str):
     from benchmark.plugins import get_registry
-    from benchmark.task import load_task
-    from benchmark.workspace import prepare
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import prepare
 
     return prepare(load_task(get_registry().tasks[name]), log=lambda *a: None)
 

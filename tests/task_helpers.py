@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def prepared_task(name: str):
     from benchmark.plugins import get_registry
-    from benchmark.task import load_task
-    from benchmark.workspace import prepare
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import prepare
 
     return prepare(load_task(get_registry().tasks[name]), log=lambda *_: None)
 
@@ -64,7 +64,7 @@ def tree_digest(root: Path) -> dict[str, str]:
 
 def prepare_again(prepared, dest: Path) -> dict[str, str]:
     """Run the task's prepare command into `dest`; the digest of what it wrote."""
-    from benchmark.task import render
+    from benchmark.tasks.manifest import render
 
     spec = prepared.spec
     argv = render(spec.prepare, python=sys.executable, task_dir=str(spec.task_dir), workspace=str(dest))

@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmark import workspace as ws
+from benchmark.tasks import workspace as ws
 from benchmark.experiment import Outcome, run_phase
-from benchmark.task import TaskSpec, load_task
+from benchmark.tasks.manifest import TaskSpec, load_task
 
 from conftest import HANG_TIMEOUT_S
 
@@ -61,7 +61,7 @@ def overlay(spec: TaskSpec, folder: str) -> dict[str, str]:
 def evaluate(spec: TaskSpec, phase: str, predictions_dir: Path, labels: Path, metrics: Path
              ) -> subprocess.CompletedProcess:
     """The task's evaluator as the harness calls it (argv from the manifest)."""
-    from benchmark.task import render
+    from benchmark.tasks.manifest import render
 
     argv = render(spec.evaluator, python=sys.executable, task_dir=str(spec.task_dir), output=str(predictions_dir),
                   labels=str(labels), metrics=str(metrics), phase=phase)

@@ -16,7 +16,7 @@ from benchmark.agent_api import OpContext
 from benchmark.journal import OK
 from benchmark.llm import LLMCall
 from benchmark.plugins import get_registry
-from benchmark.task import load_task
+from benchmark.tasks.manifest import load_task
 from trees import ScriptedRng, Tree
 
 

@@ -21,7 +21,7 @@ from benchmark.agent_api import Action, OpContext
 from benchmark.commands import CommandResult, CommandRunner
 from benchmark.experiment import DATA_PLACE, data_path_in_jobs
 from benchmark.journal import BlobStore
-from benchmark.task import Budget, load_task
+from benchmark.tasks.manifest import Budget, load_task
 from conftest import (CAUSALITY_S_LEARNER, CAUSALITY_T_LEARNER, HANG_TIMEOUT_S, REPO, journal_records, run_cli,
                       run_inprocess)
 from trees import Tree

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmark import workspace as ws
-from benchmark.task import TaskSpec, load_task
+from benchmark.tasks import workspace as ws
+from benchmark.tasks.manifest import TaskSpec, load_task
 from conftest import HANG_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[1]

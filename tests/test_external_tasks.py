@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmark import workspace as ws
+from benchmark.tasks import workspace as ws
 from benchmark.common.errors import UserError
-from benchmark.task import load_task
+from benchmark.tasks.manifest import load_task
 from benchmark.task_check import PASS, check_task
 from tests.conftest import FIXTURES, run_cli
 

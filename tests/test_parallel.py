@@ -195,7 +195,7 @@ def test_policy_crash_ends_the_search_with_its_traceback(toy, tmp_path: Path) ->
 
 def test_gpu_shortage_for_k_jobs_is_one_clear_line(toy, tmp_path: Path, monkeypatch) -> None:
     from benchmark.common.errors import UserError
-    from benchmark.task import Resources
+    from benchmark.tasks.manifest import Resources
 
     import benchmark.engine as engine
 

@@ -254,7 +254,7 @@ def test_escalation_and_forged_outputs_are_contained(toy, tmp_path: Path) -> Non
     # nothing outside the nodes' own dirs changed; no scratch is left behind
     assert {p: _digest(p) for p in outside_before} == outside_before
     assert not (run_dir / "scratch").exists()
-    from benchmark.workspace import open_prepared
+    from benchmark.tasks.workspace import open_prepared
 
     open_prepared(toy.spec)  # the workspace still verifies against its checksums
 
@@ -300,8 +300,8 @@ def probe_task(tmp_path: Path):
     """The toy task with an evaluator that reports its environment."""
     import shutil
 
-    from benchmark.task import load_task
-    from benchmark.workspace import prepare
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import prepare
 
     task_dir = tmp_path / "tasks" / "probe"
     shutil.copytree(REPO / "tests" / "fixtures" / "tasks" / "toy", task_dir)
@@ -355,8 +355,8 @@ def test_workspace_under_a_bound_system_dir_is_refused(tmp_path: Path) -> None:
     """Labels under /usr (a plausible shared install) would be readable by agent code: refuse to start."""
     from benchmark.plugins import get_registry
     from benchmark.common.safefs import remove_tree
-    from benchmark.task import load_task
-    from benchmark.workspace import prepare
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import prepare
     from test_executor_local import HAS_BWRAP
 
     if not HAS_BWRAP:

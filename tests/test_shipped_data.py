@@ -11,7 +11,7 @@ import pytest
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.executors import sandbox
 from benchmark.experiment import phase_job
-from benchmark.shipped_data import shipped_data_paths
+from benchmark.tasks.shipped_data import shipped_data_paths
 
 PROBE = """
 import gzip, sys

@@ -163,9 +163,9 @@ def test_probe_reports_a_visible_label_path(tmp_path: Path, monkeypatch: pytest.
     """Bypass the harness's own exposure check: bind the labels into the val phase and let the probe see them."""
     from benchmark import experiment
     from benchmark.executors.local import LocalExecutor
-    from benchmark.task import load_task
+    from benchmark.tasks.manifest import load_task
     from benchmark.task_check import probe_val_phase
-    from benchmark.workspace import prepare
+    from benchmark.tasks.workspace import prepare
 
     prepared = prepare(load_task(copy_task(tmp_path)), root=tmp_path / "ws", log=lambda _: None)
     real_phase_job = experiment.phase_job

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from benchmark.common.errors import UserError
-from benchmark.task import PLACEHOLDERS, load_task, render
+from benchmark.tasks.manifest import PLACEHOLDERS, load_task, render
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -252,7 +252,7 @@ def test_optional_record_fields_load_and_are_checked(tmp_path):
 
     import yaml
 
-    from benchmark.task import load_task
+    from benchmark.tasks.manifest import load_task
 
     src = Path(__file__).parent / "fixtures" / "tasks" / "toy"
     task = tmp_path / "toy"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.common.errors import UserError
-from benchmark.task import load_task
+from benchmark.tasks.manifest import load_task
 from benchmark.task_template import create_task, templates
 from tests.conftest import run_cli
 

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmark import workspace as ws
-from benchmark.task import TaskSpec
+from benchmark.tasks import workspace as ws
+from benchmark.tasks.manifest import TaskSpec
 from tests.task_harness import code_copy, load_evaluator, prepare_into, reproduce_seed, run_driver, spec_of
 
 NAME = "ood_detection"

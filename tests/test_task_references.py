@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.task import load_task
+from benchmark.tasks.manifest import load_task
 from benchmark.task_check import PASS, check_task
 
 REPO = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmark.journal import BUGGY, EDIT_FAILED, OK, BlobStore, Node, NodeStore
-from benchmark.task import Metric
+from benchmark.tasks.manifest import Metric
 
 
 class Tree:

@@ -64,7 +64,7 @@ def markdown(df: pd.DataFrame, index: bool = False) -> str:
 def select(options: Options, warn: Callable[[str], None]) -> Selection:
     tasks = list(options.tasks)
     if options.suite:
-        from benchmark.suites import suite_tasks
+        from benchmark.tasks.suites import suite_tasks
 
         suite = suite_tasks(options.suite)
         tasks = [t for t in suite if t in tasks] if tasks else suite

@@ -187,7 +187,7 @@ def _manifest_facts(task: str) -> tuple[str, float | None]:
     """Domain and best_possible from the task manifest, for summaries written before they were recorded."""
     try:
         from benchmark.plugins import get_registry
-        from benchmark.task import load_task
+        from benchmark.tasks.manifest import load_task
 
         spec = load_task(get_registry().tasks[task])
         return spec.domain, spec.metric.best_possible

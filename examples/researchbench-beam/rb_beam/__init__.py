@@ -17,7 +17,7 @@ from agents.tree import debug_depth, is_leaf
 from benchmark.agent_api import Action, Agent, AgentSpec
 from benchmark.journal import OK, Node, NodeStore
 from benchmark.plugins import hookimpl
-from benchmark.task import TaskSpec
+from benchmark.tasks.manifest import TaskSpec
 
 
 @dataclass

@@ -12,7 +12,7 @@ import yaml
 
 from benchmark.common.errors import UserError
 
-SUITES_FILE = Path(__file__).resolve().parents[1] / "ml_tasks" / "suites.yaml"
+SUITES_FILE = Path(__file__).resolve().parents[2] / "ml_tasks" / "suites.yaml"
 
 
 def load_suites(path: Path = SUITES_FILE) -> dict[str, list[str]]:

@@ -26,9 +26,9 @@ from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from benchmark.common.errors import UserError
-from benchmark.task import TaskSpec, render
+from benchmark.tasks.manifest import TaskSpec, render
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # The group that may read labels: the evaluator's sandbox user has it, agent jobs never do. Only a
 # root harness can set it; otherwise the labels are the harness user's alone (0700).
 LABELS_GID = 65533
@@ -246,7 +246,7 @@ def prepare(spec: TaskSpec, root: Path | None = None, force: bool = False, log: 
     writes the data, the baseline code is copied (laid over a checkout of `repo` when the task has one),
     the checksum manifest is written last, and the folder replaces the old one with a rename.
     """
-    from benchmark import fetch
+    from benchmark.tasks import fetch
 
     _check_layout(spec)
     task_root = _task_root(spec, root)

@@ -1,7 +1,7 @@
 """All built-in tasks' requirements must install together on a CPU machine without CUDA wheels.
 
-    python -m benchmark.requirements_check --dry-run     # before installing: what pip would add (needs PyPI)
-    python -m benchmark.requirements_check --installed   # after installing: what is there now
+    python -m benchmark.tasks.requirements_check --dry-run     # before installing: what pip would add (needs PyPI)
+    python -m benchmark.tasks.requirements_check --installed   # after installing: what is there now
 
 An offender is a distribution named `nvidia-*` or `triton` (the CUDA stack a GPU torch wheel drags in), or
 a torch other than the one installed (an unpinned torch replacing the CPU build). Exit 1 and one line per
@@ -18,9 +18,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmark.task import TaskSpec, load_task
+from benchmark.tasks.manifest import TaskSpec, load_task
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 _CUDA = re.compile(r"^(nvidia-.*|triton)$")
 
 
