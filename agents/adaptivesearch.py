@@ -43,7 +43,7 @@ from agents.autoresearch import KEEP, AutoresearchConfig, Lane, idea_job, lane_a
 from agents.text import Section, summarize
 from agents.tree import ROOT
 from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.journal import OK, Node, NodeStore
+from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.plugins import hookimpl
 from benchmark.tasks.manifest import TaskSpec
 

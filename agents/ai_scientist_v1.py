@@ -34,7 +34,7 @@ from agents.prompts import PromptConfig
 from agents.text import Section, head_lines
 from agents.tree import ROOT
 from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.journal import OK, Node, NodeStore
+from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.plugins import hookimpl
 from benchmark.tasks.manifest import TaskSpec
 

@@ -32,7 +32,7 @@ from agents.prompts import PromptConfig
 from agents.text import Section
 from agents.tree import ROOT, action_from_json, action_to_json, debug_depth, is_leaf
 from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.journal import OK, Node, NodeStore
+from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.plugins import hookimpl
 from benchmark.tasks.manifest import Metric, TaskSpec
 

@@ -28,7 +28,7 @@ from agents import operators, prompts
 from agents.prompts import PromptConfig
 from agents.tree import ROOT, debug_depth, is_leaf
 from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
-from benchmark.journal import OK, Node, NodeStore
+from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.plugins import hookimpl
 from benchmark.tasks.manifest import TaskSpec
 

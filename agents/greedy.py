@@ -15,7 +15,7 @@ from agents import operators
 from agents.prompts import PromptConfig
 from agents.tree import ROOT, debug_depth
 from benchmark.agent_api import Action, Agent, AgentSpec, StatelessPolicy
-from benchmark.journal import NodeStore
+from benchmark.records.journal import NodeStore
 from benchmark.plugins import hookimpl
 from benchmark.tasks.manifest import TaskSpec
 

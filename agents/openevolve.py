@@ -36,7 +36,7 @@ from agents.text import Section, assemble, diff_stats, head_lines, summarize
 from agents.tree import ROOT
 from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
 from benchmark.edits import format_instructions, unified_diff
-from benchmark.journal import OK, Node, NodeStore
+from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.plugins import hookimpl
 from benchmark.tasks.manifest import Metric, TaskSpec
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
 from benchmark.common.errors import UserError
-from benchmark.journal import Node, NodeStore
+from benchmark.records.journal import Node, NodeStore
 from benchmark.plugins import hookimpl
 from benchmark.tasks.manifest import TaskSpec
 

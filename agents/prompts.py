@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from agents.text import Section, diff_stats, head_lines, outline_python, summarize, tail_lines
 from benchmark.tasks.data_preview import preview
-from benchmark.journal import OK, Node
+from benchmark.records.journal import OK, Node
 
 if TYPE_CHECKING:
     from benchmark.agent_api import OpContext

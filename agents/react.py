@@ -30,7 +30,7 @@ from agents.text import Section, assemble, head_lines, summarize, tail_lines
 from agents.tree import ROOT
 from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
 from benchmark.edits import apply_edits, format_instructions
-from benchmark.journal import Node, NodeStore
+from benchmark.records.journal import Node, NodeStore
 from benchmark.plugins import hookimpl
 from benchmark.tasks.manifest import TaskSpec
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
     from benchmark.commands import CommandResult
-    from benchmark.journal import Node, NodeStore
-    from benchmark.llm import LLMCall, LLMClient
+    from benchmark.records.journal import Node, NodeStore
+    from benchmark.llm.client import LLMCall, LLMClient
     from benchmark.tasks.manifest import Budget, TaskSpec
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from benchmark.executors.base import CPU, WALL
-from benchmark.journal import Node
+from benchmark.records.journal import Node
 from benchmark.summary import plural
 from benchmark.tasks.manifest import Budget
 

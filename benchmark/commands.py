@@ -24,7 +24,7 @@ from benchmark.budget import charged_seconds
 from benchmark.executors.base import Executor
 from benchmark.experiment import materialize, phase_job
 from benchmark.common.inert_text import job_output
-from benchmark.journal import BlobStore
+from benchmark.records.journal import BlobStore
 from benchmark.common.safefs import discard_tree
 from benchmark.tasks.workspace import PreparedTask
 

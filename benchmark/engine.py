@@ -31,8 +31,8 @@ from benchmark.common.errors import InfrastructureFailure, UserError
 from benchmark.experiment import check_isolation, data_path_in_jobs
 from benchmark.final_test import BASELINE_ID, final_test
 from benchmark.common.inert_text import install_log_filter
-from benchmark.journal import ABORTED, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
-from benchmark.llm import LLMClient, Usage
+from benchmark.records.journal import ABORTED, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
+from benchmark.llm.client import LLMClient, Usage
 from benchmark.outage import GuardedExecutor, baseline_failure, llm_never_answered
 from benchmark.plugins import Registry
 from benchmark.preflight import llm_problem

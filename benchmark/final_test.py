@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchmark import display as show
 from benchmark.experiment import run_phase
-from benchmark.journal import OK, now
+from benchmark.records.journal import OK, now
 from benchmark.common.safefs import discard_tree
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 A run is a result only if the agent met working infrastructure. These are not the agent's doing, so
 they raise `InfrastructureFailure` (status `aborted`, exit 3, resumable, never scored):
 - the LLM endpoint failed a call through all its retries, or refused the credentials, model or route
-  (benchmark/llm.py, `endpoint_failure`);
+  (benchmark/llm/client.py, `endpoint_failure`);
 - the executor could not run a job at all (`GuardedExecutor`: the backend failed to start, reach or
   finish it; a job that ran and crashed, timed out or broke a limit is the agent's);
 - the task's own baseline (node 0000) did not produce a valid score (`baseline_failure`): no agent
@@ -20,8 +20,8 @@ from typing import Any
 
 from benchmark.common.errors import InfrastructureFailure
 from benchmark.executors.base import Executor, Job, JobResult
-from benchmark.journal import OK, Node
-from benchmark.llm import Usage
+from benchmark.records.journal import OK, Node
+from benchmark.llm.client import Usage
 from benchmark.summary import plural
 
 

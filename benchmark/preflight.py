@@ -11,7 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from benchmark.agent_api import AgentSpec
 from benchmark.common.errors import UserError
-from benchmark.llm import missing_credentials
+from benchmark.llm.client import missing_credentials
 from benchmark.plugins import Registry
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchmark.agent_api import Action, Agent, OpContext
 from benchmark.budget import launch_blocker
-from benchmark.journal import Node, now
+from benchmark.records.journal import Node, now
 from benchmark.worker import StepResult, crash_report
 
 if TYPE_CHECKING:

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig
 
 from benchmark.common.inert_text import inert
-from benchmark.journal import now
+from benchmark.records.journal import now
 
 if TYPE_CHECKING:
     from benchmark.engine import Run
-    from benchmark.journal import Node
+    from benchmark.records.journal import Node
     from benchmark.tasks.manifest import TaskSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

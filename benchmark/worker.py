@@ -26,7 +26,7 @@ from benchmark.display import Display
 from benchmark.edits import unified_diff
 from benchmark.common.errors import BudgetExhausted, InfrastructureFailure
 from benchmark.experiment import run_phase
-from benchmark.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, BlobStore, Node
+from benchmark.records.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, BlobStore, Node
 from benchmark.outage import GuardedExecutor
 from benchmark.tasks.manifest import Budget
 from benchmark.tasks.workspace import PreparedTask

@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 
 
 def report(run_dir: Path, show: str | None) -> None:
-    from benchmark.journal import BlobStore
+    from benchmark.records.journal import BlobStore
 
     blobs = BlobStore(run_dir / "blobs")
     records = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from agents.openevolve import OpenEvolveConfig, OpenEvolvePolicy, code_distance, code_stats
-from benchmark.journal import Node
+from benchmark.records.journal import Node
 from conftest import FIXTURES, HANG_TIMEOUT_S, REPO, journal_records, run_cli, run_inprocess
 from trees import Tree
 

@@ -20,7 +20,7 @@ from agents.react import ReactConfig, ReactPolicy, build_messages, parse_action,
 from benchmark.agent_api import Action, OpContext
 from benchmark.commands import CommandResult, CommandRunner
 from benchmark.experiment import DATA_PLACE, data_path_in_jobs
-from benchmark.journal import BlobStore
+from benchmark.records.journal import BlobStore
 from benchmark.tasks.manifest import Budget, load_task
 from conftest import (CAUSALITY_S_LEARNER, CAUSALITY_T_LEARNER, HANG_TIMEOUT_S, REPO, journal_records, run_cli,
                       run_inprocess)

@@ -14,7 +14,7 @@ import pytest
 from conftest import compose, journal_records
 
 from benchmark.agent_api import Action, Agent, AgentSpec, Analysis, Proposal, StatelessPolicy
-from benchmark.journal import Node, NodeStore
+from benchmark.records.journal import Node, NodeStore
 
 
 @dataclasses.dataclass
@@ -125,7 +125,7 @@ def test_k8_with_budget_5_runs_exactly_5_experiments_all_at_once(toy, tmp_path: 
 
 
 def test_analyzer_reviews_each_executed_node_once_and_its_failures_cost_nothing(toy, tmp_path: Path) -> None:
-    from benchmark.llm import LLMCall
+    from benchmark.llm.client import LLMCall
 
     seen: list[str] = []
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from benchmark.display import Display
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.journal import OK, BlobStore, Journal, Node
+from benchmark.records.journal import OK, BlobStore, Journal, Node
 from conftest import MetricsAddedAfterEvaluation
 
 

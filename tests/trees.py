@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmark.journal import BUGGY, EDIT_FAILED, OK, BlobStore, Node, NodeStore
+from benchmark.records.journal import BUGGY, EDIT_FAILED, OK, BlobStore, Node, NodeStore
 from benchmark.tasks.manifest import Metric
 
 

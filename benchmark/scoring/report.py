@@ -16,7 +16,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from benchmark.common.inert_text import inert, map_text
-from benchmark.journal import Node
+from benchmark.records.journal import Node
 from benchmark.scoring.runs import RunRecord, is_ok
 
 if TYPE_CHECKING:

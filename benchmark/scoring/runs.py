@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from benchmark.common.errors import UserError
-from benchmark.journal import OK, BlobStore, Node
+from benchmark.records.journal import OK, BlobStore, Node
 from benchmark.scoring import keys
 
 SKIP_DIRS = {".multirun", "llm_cache", "blobs", "scratch", "best_solution"}
