@@ -26,7 +26,7 @@ from omegaconf import DictConfig  # noqa: E402
 from benchmark.config import register_configs  # noqa: E402
 from benchmark.common.errors import InfrastructureFailure, UserError  # noqa: E402
 from benchmark.common.inert_text import inert  # noqa: E402
-from benchmark.plugins import get_registry  # noqa: E402
+from benchmark.plugins.manager import get_registry  # noqa: E402
 from benchmark.sweep import print_job_configs  # noqa: E402
 from benchmark.sweep_table import print_sweep_table  # noqa: E402
 

@@ -23,7 +23,7 @@ from benchmark.common.errors import UserError
 
 
 def _known_tasks() -> dict[str, Path]:
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
 
     return dict(sorted(get_registry().tasks.items()))
 
@@ -59,7 +59,7 @@ def _setup(names: list[str], tasks: dict[str, Path], force: bool, skip_requireme
 
 
 def _require_known(names: list[str], tasks: dict[str, Path]) -> None:
-    from benchmark.builtin_plugin import TASKS_PATH_ENV
+    from benchmark.plugins.builtin import TASKS_PATH_ENV
 
     unknown = [n for n in names if n not in tasks]
     if unknown:

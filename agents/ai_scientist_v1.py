@@ -33,9 +33,9 @@ from agents import operators, prompts
 from agents.prompts import PromptConfig
 from agents.text import Section, head_lines
 from agents.tree import ROOT
-from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
 from benchmark.records.journal import OK, Node, NodeStore
-from benchmark.plugins import hookimpl
+from benchmark.plugins.manager import hookimpl
 from benchmark.tasks.manifest import TaskSpec
 
 COMPLETED = "ALL_COMPLETED"

@@ -14,9 +14,9 @@ from typing import Callable
 from agents import operators
 from agents.prompts import PromptConfig
 from agents.tree import ROOT, debug_depth
-from benchmark.agent_api import Action, Agent, AgentSpec, StatelessPolicy
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec, StatelessPolicy
 from benchmark.records.journal import NodeStore
-from benchmark.plugins import hookimpl
+from benchmark.plugins.manager import hookimpl
 from benchmark.tasks.manifest import TaskSpec
 
 

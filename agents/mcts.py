@@ -28,9 +28,9 @@ from agents import operators
 from agents.prompts import PromptConfig
 from agents.tree import (ROOT, action_from_json, action_to_json, debug_depth, path_to_root, pending_children,
                          retry_debug)
-from benchmark.agent_api import Action, Agent, AgentSpec
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec
 from benchmark.records.journal import OK, Node, NodeStore
-from benchmark.plugins import hookimpl
+from benchmark.plugins.manager import hookimpl
 from benchmark.tasks.manifest import Metric, TaskSpec
 
 

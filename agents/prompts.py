@@ -17,7 +17,7 @@ from benchmark.tasks.data_preview import preview
 from benchmark.records.journal import OK, Node
 
 if TYPE_CHECKING:
-    from benchmark.agent_api import OpContext
+    from benchmark.plugins.agent_api import OpContext
 
 SYSTEM = (
     "You are an experienced machine-learning researcher improving a research codebase through experiments. "
@@ -305,7 +305,7 @@ def solution_section(ctx: OpContext, node: Node, cfg: PromptConfig, label: str) 
 
 
 def job_section(ctx: OpContext, role: str, cfg: PromptConfig, parent: Node, job: str | None = None) -> Section:
-    from benchmark.edits import format_instructions
+    from benchmark.plugins.edits import format_instructions
 
     job = job or JOBS[role].format(metric=ctx.task.metric.name, reason=parent.bug_reason or "error")
     text = f"{job}\n\n{RESPONSE}\n\n{format_instructions(cfg.edit_format)}{_token_note(ctx, role, parent)}"

@@ -96,7 +96,7 @@ def prevalidate(argv: list[str]) -> Invocation:
     """Compose every job the command line describes (one, or each job of a `-m` sweep) the way Hydra
     will and run the start-up checks on it; exit 2 with one line on the first problem, before any
     job starts."""
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
     from benchmark.preflight import preflight
 
     invocation = parse(argv, fail)

@@ -16,7 +16,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from benchmark.llm.client import LLMConfig
-from benchmark.plugins import Registry
+from benchmark.plugins.manager import Registry
 from benchmark.tasks.manifest import Budget
 
 

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from omegaconf import DictConfig, OmegaConf
 
 from benchmark import summary as report
-from benchmark.agent_api import Agent, OpContext, Policy
+from benchmark.plugins.agent_api import Agent, OpContext, Policy
 from benchmark.budget import Counters
 from benchmark.config import config_hash, default_run_id, effective_budget
 from benchmark.display import Display, Stats, make_display
@@ -34,7 +34,7 @@ from benchmark.common.inert_text import install_log_filter
 from benchmark.records.journal import ABORTED, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
 from benchmark.llm.client import LLMClient, Usage
 from benchmark.outage import GuardedExecutor, baseline_failure, llm_never_answered
-from benchmark.plugins import Registry
+from benchmark.plugins.manager import Registry
 from benchmark.preflight import llm_problem
 from benchmark.scheduler import Scheduler
 from benchmark.scoring.export import export_after_run

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from benchmark.agent_api import AgentSpec
+from benchmark.plugins.agent_api import AgentSpec
 from benchmark.common.errors import UserError
 from benchmark.llm.client import missing_credentials
-from benchmark.plugins import Registry
+from benchmark.plugins.manager import Registry
 
 
 def llm_problem(agent_spec: AgentSpec, cfg: DictConfig) -> str:

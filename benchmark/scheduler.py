@@ -25,7 +25,7 @@ import random
 import threading
 from typing import TYPE_CHECKING, Any
 
-from benchmark.agent_api import Action, Agent, OpContext
+from benchmark.plugins.agent_api import Action, Agent, OpContext
 from benchmark.budget import launch_blocker
 from benchmark.records.journal import Node, now
 from benchmark.worker import StepResult, crash_report

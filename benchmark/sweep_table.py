@@ -21,7 +21,7 @@ COLUMNS = ("agent", "task", "seed", "best val", "hidden test", "normalized", "co
 
 def run_dir(cfg: DictConfig) -> Path:
     """Where the run of a composed config lives (the engine's own rule)."""
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
     from benchmark.tasks.manifest import load_task
 
     task = load_task(get_registry().tasks[cfg.task.name]).name

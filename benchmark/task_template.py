@@ -37,7 +37,7 @@ def create_task(name: str, template: str = "tabular", dest: Path | None = None) 
     target = parent / name
     if target.exists() or target.is_symlink():
         raise UserError(f"{target} already exists; pick another name or remove it")
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
 
     existing = get_registry().tasks.get(name)
     if existing is not None:

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmark import display as show
-from benchmark.agent_api import Action, Agent, OpContext, Proposal
+from benchmark.plugins.agent_api import Action, Agent, OpContext, Proposal
 from benchmark.commands import CommandRunner
 from benchmark.display import Display
-from benchmark.edits import unified_diff
+from benchmark.plugins.edits import unified_diff
 from benchmark.common.errors import BudgetExhausted, InfrastructureFailure
 from benchmark.experiment import run_phase
 from benchmark.records.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, BlobStore, Node

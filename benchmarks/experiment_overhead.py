@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
     from benchmark.executors.sandbox import THREAD_ENV
     from benchmark.experiment import phase_job, run_phase
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
     from benchmark.tasks.manifest import load_task, render
     from benchmark.tasks.workspace import open_prepared
 

@@ -37,7 +37,7 @@ def measure(steps: int, results: Path) -> tuple[list[float], dict]:
 
     from benchmark.config import register_configs
     from benchmark.engine import run_benchmark
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import prepare
 

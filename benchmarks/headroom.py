@@ -57,7 +57,7 @@ def achievement(score: float | None, floor: float, target: float) -> float | Non
 
 
 def run_trial(task: str, seed: int, factor: float, results_dir: Path) -> Trial:
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
     from benchmark.tasks.manifest import load_task
 
     spec = load_task(get_registry().tasks[task])
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
     from benchmark.common.errors import UserError
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
     from benchmark.tasks.suites import suite_tasks
 
     try:

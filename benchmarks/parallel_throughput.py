@@ -35,7 +35,7 @@ class PacedConfig:
 
 
 def _agent_spec():
-    from benchmark.agent_api import Action, Agent, AgentSpec, Proposal, StatelessPolicy
+    from benchmark.plugins.agent_api import Action, Agent, AgentSpec, Proposal, StatelessPolicy
 
     class FromBaseline(StatelessPolicy):
         def next_action(self, store, rng):
@@ -61,7 +61,7 @@ def measure(results: Path, experiments: int, parallel: int, seconds: float, work
 
     from benchmark.config import register_configs
     from benchmark.engine import run_benchmark
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import prepare
 

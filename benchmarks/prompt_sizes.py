@@ -51,7 +51,7 @@ def demo(agent: str) -> Path:
     from benchmark.cli import CONFIG_DIR
     from benchmark.config import register_configs
     from benchmark.engine import run_benchmark
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
 
     register_configs(get_registry())
     results = Path(tempfile.mkdtemp(prefix="prompt-sizes-"))

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
     from benchmark.experiment import run_phase
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import prepare
 

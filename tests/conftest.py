@@ -45,7 +45,7 @@ def workspace_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _prepared(name: str):
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import prepare
 
@@ -77,7 +77,7 @@ def compose(*overrides: str):
 
     from benchmark.cli import CONFIG_DIR
     from benchmark.config import register_configs
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
 
     register_configs(get_registry())
     GlobalHydra.instance().clear()
@@ -93,7 +93,7 @@ def run_inprocess(*overrides: str, **updates):
     from omegaconf import OmegaConf
 
     from benchmark.engine import run_benchmark
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
 
     cfg = compose(*overrides)
     for key, value in updates.items():

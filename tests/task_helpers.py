@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def prepared_task(name: str):
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import prepare
 

@@ -11,7 +11,7 @@ import pytest
 
 from agents.adaptivesearch import AdaptiveSearchConfig, AdaptiveSearchPolicy, displacement_stats, embed
 from agents.tree import ROOT
-from benchmark.plugins import get_registry
+from benchmark.plugins.manager import get_registry
 from benchmark.tasks.manifest import Budget, load_task
 from trees import Tree
 

@@ -12,10 +12,10 @@ from agents.ai_scientist_v1 import AIScientistV1Config, AIScientistV1Policy, not
 from agents.ai_scientist_v2 import AIScientistV2Config, AIScientistV2Policy, split_budget
 from agents.operators import ideate
 from agents.tree import ROOT
-from benchmark.agent_api import OpContext
+from benchmark.plugins.agent_api import OpContext
 from benchmark.records.journal import OK
 from benchmark.llm.client import LLMCall
-from benchmark.plugins import get_registry
+from benchmark.plugins.manager import get_registry
 from benchmark.tasks.manifest import load_task
 from trees import ScriptedRng, Tree
 
@@ -226,6 +226,6 @@ def test_v1_run_carries_notes_and_all_completed_ends_the_idea_without_an_experim
 
 
 def _action(hints: dict):
-    from benchmark.agent_api import Action
+    from benchmark.plugins.agent_api import Action
 
     return Action("run", ("0001",), hints)

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from agents.react import ReactConfig, ReactPolicy, build_messages, parse_action, react, take_turn
-from benchmark.agent_api import Action, OpContext
+from benchmark.plugins.agent_api import Action, OpContext
 from benchmark.commands import CommandResult, CommandRunner
 from benchmark.experiment import DATA_PLACE, data_path_in_jobs
 from benchmark.records.journal import BlobStore
@@ -45,7 +45,7 @@ class FakeLLM:
 
 
 def _ctx(tmp_path: Path, llm=None, commands: list | None = None, exit_code: int = 0, steps_left: int = 5) -> OpContext:
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
 
     tree = Tree(tmp_path)
     tree.store.get("0000").files = {"params.json": tree.store.blobs.put('{\n  "slope": 1.0\n}\n'),

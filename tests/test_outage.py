@@ -103,7 +103,7 @@ def test_refused_credentials_abort_at_once(toy, tmp_path: Path, monkeypatch) -> 
 
 def test_run_end_hook_hears_of_an_aborted_run(toy, tmp_path: Path, monkeypatch) -> None:
     """Trackers close their run on an outage too: the hook gets the aborted summary with its cause."""
-    from benchmark.plugins import get_registry, hookimpl
+    from benchmark.plugins.manager import get_registry, hookimpl
 
     ended: list[dict] = []
 
@@ -182,7 +182,7 @@ class _ForkFailingMachine:
 
 
 def test_baseline_that_cannot_run_aborts_and_is_rerun_on_resume(toy, tmp_path: Path, monkeypatch) -> None:
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
 
     spec = get_registry().executors["local"]
     machines: list[_ForkFailingMachine] = []

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import compose, journal_records
 
-from benchmark.agent_api import Action, Agent, AgentSpec, Analysis, Proposal, StatelessPolicy
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec, Analysis, Proposal, StatelessPolicy
 from benchmark.records.journal import Node, NodeStore
 
 
@@ -68,7 +68,7 @@ def run_agent(tmp_path: Path, agent: Callable[[], Agent], *overrides: str, displ
     """Run a test agent registered next to the built-ins; returns (summary, output lines, journal records)."""
     from benchmark.config import register_configs
     from benchmark.engine import run_benchmark
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
 
     base = get_registry()
     spec = AgentSpec(name="probe", config_class=ProbeConfig, build=lambda cfg, task: agent(), uses_llm=False)

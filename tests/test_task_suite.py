@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.tasks import workspace as ws
-from benchmark.plugins import get_registry
+from benchmark.plugins.manager import get_registry
 from benchmark.tasks.suites import load_suites, suite_tasks
 from benchmark.tasks.manifest import load_task
 from benchmark.task_check import check_task

@@ -186,7 +186,7 @@ def _journal(path: Path) -> tuple[list[Node], dict[str, Any] | None, list[str]]:
 def _manifest_facts(task: str) -> tuple[str, float | None]:
     """Domain and best_possible from the task manifest, for summaries written before they were recorded."""
     try:
-        from benchmark.plugins import get_registry
+        from benchmark.plugins.manager import get_registry
         from benchmark.tasks.manifest import load_task
 
         spec = load_task(get_registry().tasks[task])

@@ -14,9 +14,9 @@ from typing import Any
 from agents import operators
 from agents.prompts import PromptConfig
 from agents.tree import debug_depth, is_leaf
-from benchmark.agent_api import Action, Agent, AgentSpec
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec
 from benchmark.records.journal import OK, Node, NodeStore
-from benchmark.plugins import hookimpl
+from benchmark.plugins.manager import hookimpl
 from benchmark.tasks.manifest import TaskSpec
 
 

@@ -19,14 +19,14 @@ from typing import Any, Callable, Optional
 
 import pluggy
 
-from benchmark.agent_api import AgentSpec
+from benchmark.plugins.agent_api import AgentSpec
 
 PROJECT = "researchbench"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 log = logging.getLogger(__name__)
 
-BUILTIN_PLUGINS = ("benchmark.builtin_plugin", "agents.greedy", "agents.aide", "agents.mcts", "agents.evolutionary",
+BUILTIN_PLUGINS = ("benchmark.plugins.builtin", "agents.greedy", "agents.aide", "agents.mcts", "agents.evolutionary",
                    "agents.optuna_agent", "agents.autoresearch", "agents.adaptivesearch", "agents.ai_scientist_v1",
                    "agents.ai_scientist_v2", "agents.openevolve", "agents.react")
 

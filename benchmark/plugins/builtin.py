@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from benchmark.plugins import ExecutorSpec, hookimpl
+from benchmark.plugins.manager import ExecutorSpec, hookimpl
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 TASKS_PATH_ENV = "RESEARCHBENCH_TASKS_PATH"
 
 
