@@ -71,7 +71,7 @@ def _require_known(names: list[str], tasks: dict[str, Path]) -> None:
 def _check(names: list[str], tasks: dict[str, Path], skip_requirements: bool, reference: bool = False) -> int:
     """Run every check on each task; print a table per task; 0 when all pass, else 1."""
     from benchmark.tasks.manifest import load_task
-    from benchmark.task_check import check_task
+    from benchmark.authoring.task_check import check_task
     from benchmark.tasks.workspace import ensure_requirements
 
     _require_known(names, tasks)
@@ -95,7 +95,7 @@ def _check(names: list[str], tasks: dict[str, Path], skip_requirements: bool, re
 
 
 def _new(name: str, template: str, dest: str | None) -> None:
-    from benchmark.task_template import create_task
+    from benchmark.authoring.task_template import create_task
 
     folder = create_task(name, template=template, dest=Path(dest) if dest else None)
     print(f"created {folder} from the '{template}' template; fill in the TODOs, then run "

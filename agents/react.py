@@ -4,7 +4,7 @@ Each turn the LLM replies with one JSON action, any combination of fields, appli
 order: `files_to_write` (full contents of editable files; SEARCH/REPLACE blocks after the JSON work
 too), `command` (one bash command the harness runs in the val sandbox over the current files: public
 data only, no labels, no test inputs, no network; its time is charged to the compute budget,
-benchmark/commands.py), `submit_eval` (skipped if that command failed: the files become one
+benchmark/run/commands.py), `submit_eval` (skipped if that command failed: the files become one
 experiment, val phase plus evaluator), `done` (the conversation ends). An invalid reply is a
 recorded failed turn, answered with the error.
 

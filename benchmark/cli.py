@@ -2,7 +2,7 @@
 
 The command line is read with Hydra's own parser; each job it describes (one, or every job of a `-m`
 sweep) is composed once with Hydra's compose API and checked like a run checks itself at start-up
-(benchmark/preflight.py); any error is translated here. Only when all succeed does the real
+(benchmark/run/preflight.py); any error is translated here. Only when all succeed does the real
 @hydra.main run (which then cannot fail on the same input).
 """
 
@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 
 from benchmark.common.errors import UserError
 from benchmark.common.inert_text import inert
-from benchmark.sweep import Invocation, describe, expand, launcher_job_problem, launcher_problem, parse
+from benchmark.launch.sweep import Invocation, describe, expand, launcher_job_problem, launcher_problem, parse
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 GROUPS = ("agent", "task", "executor", "llm")
@@ -97,7 +97,7 @@ def prevalidate(argv: list[str]) -> Invocation:
     will and run the start-up checks on it; exit 2 with one line on the first problem, before any
     job starts."""
     from benchmark.plugins.manager import get_registry
-    from benchmark.preflight import preflight
+    from benchmark.run.preflight import preflight
 
     invocation = parse(argv, fail)
     if invocation.passthrough:

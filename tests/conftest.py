@@ -76,7 +76,7 @@ def compose(*overrides: str):
     from hydra.core.global_hydra import GlobalHydra
 
     from benchmark.cli import CONFIG_DIR
-    from benchmark.config import register_configs
+    from benchmark.run.config import register_configs
     from benchmark.plugins.manager import get_registry
 
     register_configs(get_registry())
@@ -92,7 +92,7 @@ def run_inprocess(*overrides: str, **updates):
     """Compose, apply non-CLI-friendly values (e.g. scripted LLM replies), run; returns (summary, output)."""
     from omegaconf import OmegaConf
 
-    from benchmark.engine import run_benchmark
+    from benchmark.run.engine import run_benchmark
     from benchmark.plugins.manager import get_registry
 
     cfg = compose(*overrides)

@@ -2,7 +2,7 @@
 
 Drivers run as plain subprocesses from a copy of the pristine baseline (the way the sandbox runs
 them, minus the sandbox); `reproduce_seed` goes through the real sandboxed phases
-(`benchmark.experiment.run_phase`), exactly as `benchmarks/task_baseline.py` measured the record.
+(`benchmark.run.experiment.run_phase`), exactly as `benchmarks/task_baseline.py` measured the record.
 Evaluators are loaded in-process where a test only needs their validation or scoring functions,
 which keeps the default suite's CPU time small.
 """
@@ -90,7 +90,7 @@ def load_evaluator(spec: TaskSpec) -> ModuleType:
 def reproduce_seed(prepared: ws.PreparedTask, tmp: Path, index: int = 0) -> tuple[float, float]:
     """Re-run the recorded baseline's val and test phases for its `index`-th seed in the sandbox."""
     from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-    from benchmark.experiment import run_phase
+    from benchmark.run.experiment import run_phase
 
     spec = prepared.spec
     assert spec.baseline is not None

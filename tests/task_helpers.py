@@ -83,7 +83,7 @@ def prepared_digest(prepared) -> dict[str, str]:
 def sandboxed_phase(prepared, phase: str, seed: int, scratch: Path, files: dict[str, str] | None = None):
     """One phase through the real harness path: local sandbox, declared outputs, the evaluator."""
     from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-    from benchmark.experiment import run_phase
+    from benchmark.run.experiment import run_phase
 
     spec = prepared.spec
     timeout = spec.budget.step_timeout_s if phase == "val" else spec.budget.final_test_timeout_s()

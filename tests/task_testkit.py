@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from benchmark.tasks import workspace as ws
-from benchmark.experiment import Outcome, run_phase
+from benchmark.run.experiment import Outcome, run_phase
 from benchmark.tasks.manifest import TaskSpec, load_task
 
 from conftest import HANG_TIMEOUT_S

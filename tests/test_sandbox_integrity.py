@@ -312,7 +312,7 @@ def probe_task(tmp_path: Path):
 
 def test_evaluator_runs_sandboxed_without_secrets(probe_task, tmp_path: Path, monkeypatch) -> None:
     from benchmark.executors import LocalExecutor, LocalExecutorConfig
-    from benchmark.experiment import run_phase
+    from benchmark.run.experiment import run_phase
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
     with LocalExecutor(LocalExecutorConfig(sandbox="auto")) as ex:
@@ -331,7 +331,7 @@ def test_evaluator_runs_sandboxed_without_secrets(probe_task, tmp_path: Path, mo
 def test_leftover_scratch_from_a_killed_run_does_not_block_the_next(toy, tmp_path: Path) -> None:
     """A run killed mid-step can leave a 5000-deep or chmod-000 tree; the re-run clears and goes on."""
     from benchmark.executors import LocalExecutor, LocalExecutorConfig
-    from benchmark.experiment import run_phase
+    from benchmark.run.experiment import run_phase
 
     scratch = tmp_path / "scratch" / "0001"
     fd = os.open(tmp_path, os.O_RDONLY)

@@ -10,7 +10,7 @@ import pytest
 
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.executors import sandbox
-from benchmark.experiment import phase_job
+from benchmark.run.experiment import phase_job
 from benchmark.tasks.shipped_data import shipped_data_paths
 
 PROBE = """

@@ -1,6 +1,6 @@
 """The causal_discovery task: manifest, prepare, evaluator, floor, and that the true graphs stay hidden.
 
-Phases run through the real sandbox and evaluator (benchmark.experiment.run_phase); the baseline's
+Phases run through the real sandbox and evaluator (benchmark.run.experiment.run_phase); the baseline's
 full val+test reproduction is slow-marked (PC on 12 datasets in the sandbox).
 """
 

@@ -282,7 +282,7 @@ def test_seed_placeholder_carries_the_runs_seed(toy, tmp_path):
     """A phase that asks for {seed} gets the run's seed, as a plain argument."""
     from dataclasses import replace
 
-    from benchmark.experiment import phase_job
+    from benchmark.run.experiment import phase_job
 
     spec = replace(toy.spec, phases={**toy.spec.phases, "val": ("{python}", "driver.py", "--seed", "{seed}")})
     job = phase_job(replace(toy, spec=spec), "val", tmp_path / "scratch" / "0001", 5.0, seed=7)

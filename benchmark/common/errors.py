@@ -20,7 +20,7 @@ class InfrastructureFailure(Exception):
 
     Such a run is not a result: it ends with status `aborted` (exit 3), is never scored, and the same
     command resumes it once the cause is fixed. `cause` and `fix` are one line each; `details` go
-    into the journal's `aborted` record beside them (benchmark/outage.py draws the line).
+    into the journal's `aborted` record beside them (benchmark/run/outage.py draws the line).
     """
 
     exit_code = 3

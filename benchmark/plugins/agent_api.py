@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
-    from benchmark.commands import CommandResult
+    from benchmark.run.commands import CommandResult
     from benchmark.records.journal import Node, NodeStore
     from benchmark.llm.client import LLMCall, LLMClient
     from benchmark.tasks.manifest import Budget, TaskSpec
@@ -54,9 +54,9 @@ class OpContext:
     public_dir: Path | None = None  # the task's public data, read-only (for data previews)
     data_path: str = ""  # the same dir as the agent's commands and experiments see it (e.g. /job/data)
     compute_left_s: float = float("inf")  # compute budget left when the node started
-    # run_command(files, shell_command, timeout_s) -> benchmark.commands.CommandResult: a shell command in
+    # run_command(files, shell_command, timeout_s) -> benchmark.run.commands.CommandResult: a shell command in
     # the val sandbox over `files`, no evaluator; its seconds are charged to compute and recorded on the
-    # node by the harness (benchmark/commands.py). Set by the worker for each node.
+    # node by the harness (benchmark/run/commands.py). Set by the worker for each node.
     run_command: Callable[[dict[str, str], str, float], CommandResult] | None = None
 
 

@@ -5,7 +5,7 @@ the policy state after choosing it) and a `finished` record carrying the node an
 (policy state, budget counters, LLM usage) in one line, so a node and the state that follows it can
 never be out of step. With several experiments in flight, finished records follow the order in which
 results arrived, and every pending record without a finished one is a node to re-run on resume. An
-`aborted` record says why a run stopped on an outage (benchmark/outage.py); the node it interrupted has
+`aborted` record says why a run stopped on an outage (benchmark/run/outage.py); the node it interrupted has
 no finished record, so resume re-runs it like any other in-flight node. File
 contents, logs, prompts and responses live in the blob store under their sha256, so storage grows
 with what changed, not with the size of the workspace.
@@ -63,7 +63,7 @@ class Node:
     analysis_error: str = ""  # why the analyzer gave no reading (crash, failed LLM call, budget)
     memo: dict[str, Any] = field(default_factory=dict)  # the operator's JSON for its policy (Proposal.memo)
     llm_calls: list[dict[str, Any]] = field(default_factory=list)  # prompts/responses as blob digests
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # commands the agent ran (benchmark/commands.py)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # commands the agent ran (benchmark/run/commands.py)
     transcript: str = ""  # blob digest of the operator's JSON turns (tool-using agents), else ""
     created_at: float = 0.0
     finished_at: float = 0.0

@@ -54,7 +54,7 @@ class Metric:
 @dataclass(frozen=True)
 class Budget:
     steps: int  # experiments (executed val runs); failed or no-op edits do not count
-    compute_hours: float  # summed experiment wall time plus agents' commands (benchmark/commands.py)
+    compute_hours: float  # summed experiment wall time plus agents' commands (benchmark/run/commands.py)
     step_timeout_s: float  # hard timeout of one val run
     usd: float  # LLM spend cap
     test_timeout_s: float = 0.0  # final hidden-test run; 0 means 2 x step_timeout_s

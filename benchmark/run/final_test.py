@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from benchmark import display as show
-from benchmark.experiment import run_phase
+from benchmark.run import display as show
+from benchmark.run.experiment import run_phase
 from benchmark.records.journal import OK, now
 from benchmark.common.safefs import discard_tree
 
 if TYPE_CHECKING:
-    from benchmark.engine import Run
+    from benchmark.run.engine import Run
 
 BASELINE_ID = "0000"
 

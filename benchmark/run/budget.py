@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from benchmark.executors.base import CPU, WALL
 from benchmark.records.journal import Node
-from benchmark.summary import plural
+from benchmark.run.summary import plural
 from benchmark.tasks.manifest import Budget
 
 
@@ -34,7 +34,7 @@ class Counters:
         self.statuses[node.status] = self.statuses.get(node.status, 0) + 1
         if node.executed and node.step > 0:
             self.experiments += 1
-        # experiment time plus the time of the agent's own commands (benchmark/commands.py)
+        # experiment time plus the time of the agent's own commands (benchmark/run/commands.py)
         jobs = [(node.seconds, node.cpu_seconds, node.clock)] if node.executed else []
         jobs += [(t["seconds"], t.get("cpu_seconds"), t.get("clock", WALL)) for t in node.tool_calls if not t.get("refused")]
         for seconds, cpu_seconds, clock in jobs:

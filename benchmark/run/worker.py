@@ -3,8 +3,8 @@
 An LLM call is often the longest part of a step, so with K experiments in flight the operator runs
 here too, not only the sandbox. A worker touches only its own node, the blob store (safe from
 threads) and the executor; the journal, the node store and the policy belong to the main thread
-(benchmark/scheduler.py), which records results in the order they arrive. A broken agent plugin fails
-its own step with its traceback on the node, never the run. An outage (benchmark/outage.py) is not a
+(benchmark/run/scheduler.py), which records results in the order they arrive. A broken agent plugin fails
+its own step with its traceback on the node, never the run. An outage (benchmark/run/outage.py) is not a
 step's outcome: it leaves the worker as InfrastructureFailure, even where agent code caught it, and
 the node is never recorded.
 """
@@ -19,15 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmark import display as show
+from benchmark.run import display as show
 from benchmark.plugins.agent_api import Action, Agent, OpContext, Proposal
-from benchmark.commands import CommandRunner
-from benchmark.display import Display
+from benchmark.run.commands import CommandRunner
+from benchmark.run.display import Display
 from benchmark.plugins.edits import unified_diff
 from benchmark.common.errors import BudgetExhausted, InfrastructureFailure
-from benchmark.experiment import run_phase
+from benchmark.run.experiment import run_phase
 from benchmark.records.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, BlobStore, Node
-from benchmark.outage import GuardedExecutor
+from benchmark.run.outage import GuardedExecutor
 from benchmark.tasks.manifest import Budget
 from benchmark.tasks.workspace import PreparedTask
 

@@ -15,7 +15,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from benchmark.common.errors import UserError
-from benchmark.modal_runs import RemoteRun, RemoteRunSettings, harness_image, placement_problem, run_remotely
+from benchmark.launch.modal_runs import RemoteRun, RemoteRunSettings, harness_image, placement_problem, run_remotely
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def load_client(spec: str | None) -> Any:
 def launch(settings: dict[str, Any], hydra_context: Any, config: DictConfig,
            job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
     from benchmark.plugins.manager import get_registry
-    from benchmark.sweep_table import run_dir
+    from benchmark.launch.sweep_table import run_dir
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import open_prepared
 

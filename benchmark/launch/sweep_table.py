@@ -13,7 +13,7 @@ from typing import Sequence
 
 from omegaconf import DictConfig
 
-from benchmark.config import default_run_id
+from benchmark.run.config import default_run_id
 from benchmark.common.inert_text import inert
 
 COLUMNS = ("agent", "task", "seed", "best val", "hidden test", "normalized", "cost", "where")

@@ -33,7 +33,7 @@ from benchmark.tasks.manifest import TaskSpec
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 UPLOAD_TAR = "/__researchbench/run-upload.tar"
 SWEEP_TAG = "researchbench-sweep"
 # Provider keys passed on to the remote run when set here (an LLM agent needs its key there).

@@ -1,12 +1,12 @@
 """One run, start to end: open or resume the run dir, baseline, search, final test, summary.
 
-The parts live next door, one job each: benchmark/scheduler.py keeps up to `parallel` nodes in flight,
-benchmark/worker.py does one node's work off the main thread, benchmark/budget.py decides whether
-another experiment may start, benchmark/final_test.py scores on the hidden test set and
-benchmark/display.py shows progress. This module owns the run's state and the one place a finished
+The parts live next door, one job each: benchmark/run/scheduler.py keeps up to `parallel` nodes in flight,
+benchmark/run/worker.py does one node's work off the main thread, benchmark/run/budget.py decides whether
+another experiment may start, benchmark/run/final_test.py scores on the hidden test set and
+benchmark/run/display.py shows progress. This module owns the run's state and the one place a finished
 node is recorded (store, counters, policy, journal checkpoint, summary), so a killed run resumes where
 it stopped: finished nodes are never repeated and at most the `parallel` in-flight nodes are re-run.
-An outage (benchmark/outage.py) ends the run the same way, as `aborted` with its cause in the journal
+An outage (benchmark/run/outage.py) ends the run the same way, as `aborted` with its cause in the journal
 and summary.json, and the same command resumes it.
 """
 
@@ -22,24 +22,24 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
-from benchmark import summary as report
+from benchmark.run import summary as report
 from benchmark.plugins.agent_api import Agent, OpContext, Policy
-from benchmark.budget import Counters
-from benchmark.config import config_hash, default_run_id, effective_budget
-from benchmark.display import Display, Stats, make_display
+from benchmark.run.budget import Counters
+from benchmark.run.config import config_hash, default_run_id, effective_budget
+from benchmark.run.display import Display, Stats, make_display
 from benchmark.common.errors import InfrastructureFailure, UserError
-from benchmark.experiment import check_isolation, data_path_in_jobs
-from benchmark.final_test import BASELINE_ID, final_test
+from benchmark.run.experiment import check_isolation, data_path_in_jobs
+from benchmark.run.final_test import BASELINE_ID, final_test
 from benchmark.common.inert_text import install_log_filter
 from benchmark.records.journal import ABORTED, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
 from benchmark.llm.client import LLMClient, Usage
-from benchmark.outage import GuardedExecutor, baseline_failure, llm_never_answered
+from benchmark.run.outage import GuardedExecutor, baseline_failure, llm_never_answered
 from benchmark.plugins.manager import Registry
-from benchmark.preflight import llm_problem
-from benchmark.scheduler import Scheduler
+from benchmark.run.preflight import llm_problem
+from benchmark.run.scheduler import Scheduler
 from benchmark.scoring.export import export_after_run
 from benchmark.tasks.manifest import Budget, load_task
-from benchmark.worker import StepRunner
+from benchmark.run.worker import StepRunner
 from benchmark.tasks.workspace import PreparedTask, open_prepared
 
 

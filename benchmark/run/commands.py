@@ -4,7 +4,7 @@ A command is not an experiment: it gets exactly the val phase's sandbox (the nod
 the pristine baseline, the public data read-only, no labels, no test inputs, no network, the task's
 limits, a clean environment) but no evaluator runs and no metric is read, so a command can never
 spend or fake an experiment. Its time counts against the compute budget (CPU time where the step limit
-is CPU time, benchmark/budget.py): the worker keeps one
+is CPU time, benchmark/run/budget.py): the worker keeps one
 `CommandRunner` per node, hands the operator `runner.run` as `ctx.run_command`, and records every
 command on the node (`node.tool_calls`) itself, whatever the operator reports, so an agent cannot
 hide the time it used. Output is untrusted text shown back to an LLM: it is capped at the source
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmark.budget import charged_seconds
+from benchmark.run.budget import charged_seconds
 from benchmark.executors.base import Executor
-from benchmark.experiment import materialize, phase_job
+from benchmark.run.experiment import materialize, phase_job
 from benchmark.common.inert_text import job_output
 from benchmark.records.journal import BlobStore
 from benchmark.common.safefs import discard_tree

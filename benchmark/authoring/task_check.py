@@ -1,6 +1,6 @@
 """`python setup.py --check <task>`: everything a task must satisfy before agents are scored on it.
 
-Each check runs through the code a benchmark run uses (`benchmark.experiment.run_phase` in the
+Each check runs through the code a benchmark run uses (`benchmark.run.experiment.run_phase` in the
 local sandbox executor), never a second runner, so a task that passes here behaves the same in a run:
 
   manifest               the strict manifest load (docs/tasks.md)
@@ -40,7 +40,7 @@ from typing import Callable, Collection, Iterator
 
 from benchmark.common.errors import UserError
 from benchmark.executors.base import Executor
-from benchmark.experiment import Outcome, check_isolation, materialize, phase_job, run_phase
+from benchmark.run.experiment import Outcome, check_isolation, materialize, phase_job, run_phase
 from benchmark.common.safefs import discard_tree
 from benchmark.tasks.manifest import TaskSpec, load_task
 from benchmark.tasks.workspace import CHECKSUM_FILE, PreparedTask, prepare

@@ -72,7 +72,7 @@ def launcher_job_problem(overrides: list[str], cfg: Any) -> str:
     with hydra/launcher=modal, agent code in the run's own sandbox unless allowed knowingly."""
     if "hydra/launcher=modal" not in overrides:
         return ""
-    from benchmark.modal_runs import AGENT_CODE_FLAG, placement_problem
+    from benchmark.launch.modal_runs import AGENT_CODE_FLAG, placement_problem
 
     flags = [o.split("=", 1)[1] for o in overrides if o.startswith(f"{AGENT_CODE_FLAG}=")]
     allowed = any(value.strip().lower() == "true" for value in flags)

@@ -26,12 +26,12 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from benchmark.plugins.agent_api import Action, Agent, OpContext
-from benchmark.budget import launch_blocker
+from benchmark.run.budget import launch_blocker
 from benchmark.records.journal import Node, now
-from benchmark.worker import StepResult, crash_report
+from benchmark.run.worker import StepResult, crash_report
 
 if TYPE_CHECKING:
-    from benchmark.engine import Run
+    from benchmark.run.engine import Run
 
 log = logging.getLogger(__name__)
 
