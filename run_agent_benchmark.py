@@ -23,12 +23,12 @@ from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from hydra.types import RunMode  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-from benchmark.run.config import register_configs  # noqa: E402
 from benchmark.common.errors import InfrastructureFailure, UserError  # noqa: E402
 from benchmark.common.inert_text import inert  # noqa: E402
-from benchmark.plugins.manager import get_registry  # noqa: E402
 from benchmark.launch.sweep import print_job_configs  # noqa: E402
 from benchmark.launch.sweep_table import print_sweep_table  # noqa: E402
+from benchmark.plugins.manager import get_registry  # noqa: E402
+from benchmark.run.config import register_configs  # noqa: E402
 
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="config")

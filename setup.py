@@ -70,8 +70,8 @@ def _require_known(names: list[str], tasks: dict[str, Path]) -> None:
 
 def _check(names: list[str], tasks: dict[str, Path], skip_requirements: bool, reference: bool = False) -> int:
     """Run every check on each task; print a table per task; 0 when all pass, else 1."""
-    from benchmark.tasks.manifest import load_task
     from benchmark.authoring.task_check import check_task
+    from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import ensure_requirements
 
     _require_known(names, tasks)

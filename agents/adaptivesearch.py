@@ -43,8 +43,8 @@ from agents.autoresearch import KEEP, AutoresearchConfig, Lane, idea_job, lane_a
 from agents.text import Section, summarize
 from agents.tree import ROOT
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec
 
 P1 = "p1"

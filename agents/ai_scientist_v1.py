@@ -34,8 +34,8 @@ from agents.prompts import PromptConfig
 from agents.text import Section, head_lines
 from agents.tree import ROOT
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec
 
 COMPLETED = "ALL_COMPLETED"

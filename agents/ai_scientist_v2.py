@@ -32,8 +32,8 @@ from agents.prompts import PromptConfig
 from agents.text import Section
 from agents.tree import ROOT, action_from_json, action_to_json, debug_depth, is_leaf
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import Metric, TaskSpec
 
 STAGES = ("basic", "hyperparameter_tuning", "creative_research", "ablation_refinement")

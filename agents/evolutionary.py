@@ -28,8 +28,8 @@ from agents import operators
 from agents.prompts import PromptConfig
 from agents.tree import ROOT, action_from_json, action_to_json, debug_depth, retry_debug
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec
-from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import Metric, TaskSpec
 
 

@@ -15,8 +15,8 @@ from agents import operators
 from agents.prompts import PromptConfig
 from agents.tree import ROOT, debug_depth
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, StatelessPolicy
-from benchmark.records.journal import NodeStore
 from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import NodeStore
 from benchmark.tasks.manifest import TaskSpec
 
 

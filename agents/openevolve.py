@@ -36,8 +36,8 @@ from agents.text import Section, assemble, diff_stats, head_lines, summarize
 from agents.tree import ROOT
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
 from benchmark.plugins.edits import format_instructions, unified_diff
-from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import Metric, TaskSpec
 
 @dataclass

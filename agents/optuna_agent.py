@@ -12,10 +12,10 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
 from benchmark.common.errors import UserError
-from benchmark.records.journal import Node, NodeStore
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
 from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agents.text import Section, diff_stats, head_lines, outline_python, summarize, tail_lines
-from benchmark.tasks.data_preview import preview
 from benchmark.records.journal import OK, Node
+from benchmark.tasks.data_preview import preview
 
 if TYPE_CHECKING:
     from benchmark.plugins.agent_api import OpContext

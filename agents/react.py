@@ -30,8 +30,8 @@ from agents.text import Section, assemble, head_lines, summarize, tail_lines
 from agents.tree import ROOT
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
 from benchmark.plugins.edits import apply_edits, format_instructions
-from benchmark.records.journal import Node, NodeStore
 from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec
 
 

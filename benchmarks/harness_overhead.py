@@ -35,9 +35,9 @@ def measure(steps: int, results: Path) -> tuple[list[float], dict]:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
+    from benchmark.plugins.manager import get_registry
     from benchmark.run.config import register_configs
     from benchmark.run.engine import run_benchmark
-    from benchmark.plugins.manager import get_registry
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import prepare
 

@@ -59,9 +59,9 @@ def measure(results: Path, experiments: int, parallel: int, seconds: float, work
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
+    from benchmark.plugins.manager import get_registry
     from benchmark.run.config import register_configs
     from benchmark.run.engine import run_benchmark
-    from benchmark.plugins.manager import get_registry
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import prepare
 

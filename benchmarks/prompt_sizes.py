@@ -49,9 +49,9 @@ def demo(agent: str) -> Path:
     from hydra.core.global_hydra import GlobalHydra
 
     from benchmark.cli import CONFIG_DIR
+    from benchmark.plugins.manager import get_registry
     from benchmark.run.config import register_configs
     from benchmark.run.engine import run_benchmark
-    from benchmark.plugins.manager import get_registry
 
     register_configs(get_registry())
     results = Path(tempfile.mkdtemp(prefix="prompt-sizes-"))

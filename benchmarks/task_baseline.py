@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["RESEARCHBENCH_WORKSPACE"] = str(args.workspace.resolve())
 
     from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-    from benchmark.run.experiment import run_phase
     from benchmark.plugins.manager import get_registry
+    from benchmark.run.experiment import run_phase
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import prepare
 

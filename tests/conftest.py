@@ -76,8 +76,8 @@ def compose(*overrides: str):
     from hydra.core.global_hydra import GlobalHydra
 
     from benchmark.cli import CONFIG_DIR
-    from benchmark.run.config import register_configs
     from benchmark.plugins.manager import get_registry
+    from benchmark.run.config import register_configs
 
     register_configs(get_registry())
     GlobalHydra.instance().clear()
@@ -92,8 +92,8 @@ def run_inprocess(*overrides: str, **updates):
     """Compose, apply non-CLI-friendly values (e.g. scripted LLM replies), run; returns (summary, output)."""
     from omegaconf import OmegaConf
 
-    from benchmark.run.engine import run_benchmark
     from benchmark.plugins.manager import get_registry
+    from benchmark.run.engine import run_benchmark
 
     cfg = compose(*overrides)
     for key, value in updates.items():

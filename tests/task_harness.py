@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from benchmark.tasks import workspace as ws
 from benchmark.executors.sandbox import THREAD_ENV
+from benchmark.tasks import workspace as ws
 from benchmark.tasks.manifest import TaskSpec, load_task
 
 from conftest import HANG_TIMEOUT_S, SESSION_START_ENV

@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmark.tasks import workspace as ws
 from benchmark.run.experiment import Outcome, run_phase
+from benchmark.tasks import workspace as ws
 from benchmark.tasks.manifest import TaskSpec, load_task
 
 from conftest import HANG_TIMEOUT_S

@@ -12,10 +12,10 @@ from agents.ai_scientist_v1 import AIScientistV1Config, AIScientistV1Policy, not
 from agents.ai_scientist_v2 import AIScientistV2Config, AIScientistV2Policy, split_budget
 from agents.operators import ideate
 from agents.tree import ROOT
-from benchmark.plugins.agent_api import OpContext
-from benchmark.records.journal import OK
 from benchmark.llm.client import LLMCall
+from benchmark.plugins.agent_api import OpContext
 from benchmark.plugins.manager import get_registry
+from benchmark.records.journal import OK
 from benchmark.tasks.manifest import load_task
 from trees import ScriptedRng, Tree
 

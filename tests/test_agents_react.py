@@ -18,9 +18,9 @@ import pytest
 
 from agents.react import ReactConfig, ReactPolicy, build_messages, parse_action, react, take_turn
 from benchmark.plugins.agent_api import Action, OpContext
+from benchmark.records.journal import BlobStore
 from benchmark.run.commands import CommandResult, CommandRunner
 from benchmark.run.experiment import DATA_PLACE, data_path_in_jobs
-from benchmark.records.journal import BlobStore
 from benchmark.tasks.manifest import Budget, load_task
 from conftest import (CAUSALITY_S_LEARNER, CAUSALITY_T_LEARNER, HANG_TIMEOUT_S, REPO, journal_records, run_cli,
                       run_inprocess)

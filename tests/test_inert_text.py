@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.run.display import Display, RichDisplay, Stats
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+from benchmark.run.display import Display, RichDisplay, Stats
 from benchmark.common.inert_text import (JOB_OUTPUT_BYTES, MAX_METRICS, METRIC_NAME, csv_safe, inert, install_log_filter,
                                   job_output)
 from benchmark.records.journal import OK, BlobStore, Journal, Node

@@ -66,9 +66,9 @@ def write_step(ctx, parents: list[Node], action: Action) -> Proposal:
 
 def run_agent(tmp_path: Path, agent: Callable[[], Agent], *overrides: str, display=None):
     """Run a test agent registered next to the built-ins; returns (summary, output lines, journal records)."""
+    from benchmark.plugins.manager import get_registry
     from benchmark.run.config import register_configs
     from benchmark.run.engine import run_benchmark
-    from benchmark.plugins.manager import get_registry
 
     base = get_registry()
     spec = AgentSpec(name="probe", config_class=ProbeConfig, build=lambda cfg, task: agent(), uses_llm=False)

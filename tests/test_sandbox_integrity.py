@@ -353,8 +353,8 @@ def test_leftover_scratch_from_a_killed_run_does_not_block_the_next(toy, tmp_pat
 
 def test_workspace_under_a_bound_system_dir_is_refused(tmp_path: Path) -> None:
     """Labels under /usr (a plausible shared install) would be readable by agent code: refuse to start."""
-    from benchmark.plugins.manager import get_registry
     from benchmark.common.safefs import remove_tree
+    from benchmark.plugins.manager import get_registry
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import prepare
     from test_executor_local import HAS_BWRAP

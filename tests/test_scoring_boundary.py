@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmark.run.display import Display
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.records.journal import OK, BlobStore, Journal, Node
+from benchmark.run.display import Display
 from conftest import MetricsAddedAfterEvaluation
 
 

@@ -161,10 +161,10 @@ def test_cli_exit_codes_and_failing_checks_named(tmp_path: Path) -> None:
 
 def test_probe_reports_a_visible_label_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Bypass the harness's own exposure check: bind the labels into the val phase and let the probe see them."""
-    from benchmark.run import experiment
-    from benchmark.executors.local import LocalExecutor
-    from benchmark.tasks.manifest import load_task
     from benchmark.authoring.task_check import probe_val_phase
+    from benchmark.executors.local import LocalExecutor
+    from benchmark.run import experiment
+    from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import prepare
 
     prepared = prepare(load_task(copy_task(tmp_path)), root=tmp_path / "ws", log=lambda _: None)

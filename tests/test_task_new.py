@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmark.authoring.task_template import create_task, templates
 from benchmark.common.errors import UserError
 from benchmark.tasks.manifest import load_task
-from benchmark.authoring.task_template import create_task, templates
 from tests.conftest import run_cli
 
 

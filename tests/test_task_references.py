@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.tasks.manifest import load_task
 from benchmark.authoring.task_check import PASS, check_task
+from benchmark.tasks.manifest import load_task
 
 REPO = Path(__file__).resolve().parents[1]
 TASK_DIRS = sorted(p.parent for p in (REPO / "ml_tasks").glob("*/task.yaml"))

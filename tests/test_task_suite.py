@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.tasks import workspace as ws
-from benchmark.plugins.manager import get_registry
-from benchmark.tasks.suites import load_suites, suite_tasks
-from benchmark.tasks.manifest import load_task
 from benchmark.authoring.task_check import check_task
+from benchmark.plugins.manager import get_registry
+from benchmark.tasks import workspace as ws
+from benchmark.tasks.manifest import load_task
+from benchmark.tasks.suites import load_suites, suite_tasks
 
 REPO = Path(__file__).resolve().parents[1]
 TASK_DIRS = sorted(p.parent for p in (REPO / "ml_tasks").glob("*/task.yaml"))

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmark.tasks import workspace as ws
 from benchmark.common.errors import UserError
+from benchmark.tasks import workspace as ws
 from benchmark.tasks.manifest import Requirement, TaskSpec, load_task
 from conftest import HANG_TIMEOUT_S
 

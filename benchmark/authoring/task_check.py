@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Callable, Collection, Iterator
 
 from benchmark.common.errors import UserError
+from benchmark.common.safefs import discard_tree
 from benchmark.executors.base import Executor
 from benchmark.run.experiment import Outcome, check_isolation, materialize, phase_job, run_phase
-from benchmark.common.safefs import discard_tree
 from benchmark.tasks.manifest import TaskSpec, load_task
 from benchmark.tasks.workspace import CHECKSUM_FILE, PreparedTask, prepare
 

@@ -14,7 +14,7 @@ import os
 import stat
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 log = logging.getLogger(__name__)
 
@@ -247,3 +247,11 @@ def _kind(mode: int) -> str:
 
 def _size(n: int) -> str:
     return f"{n / 1024 ** 2:.1f} MB" if n >= 1024 ** 2 else f"{n} bytes"
+
+
+def safe_relpath(rel: str) -> PurePosixPath | None:
+    """A journal relpath that stays inside the export dir (recorded paths are untrusted input)."""
+    path = PurePosixPath(rel)
+    if not rel or path.is_absolute() or any(part in ("..", "") for part in path.parts) or "\0" in rel:
+        return None
+    return path

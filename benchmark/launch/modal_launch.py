@@ -32,8 +32,8 @@ def load_client(spec: str | None) -> Any:
 
 def launch(settings: dict[str, Any], hydra_context: Any, config: DictConfig,
            job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
-    from benchmark.plugins.manager import get_registry
     from benchmark.launch.sweep_table import run_dir
+    from benchmark.plugins.manager import get_registry
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import open_prepared
 

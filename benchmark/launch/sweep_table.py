@@ -13,8 +13,8 @@ from typing import Sequence
 
 from omegaconf import DictConfig
 
-from benchmark.run.config import default_run_id
 from benchmark.common.inert_text import inert
+from benchmark.run.config import default_run_id
 
 COLUMNS = ("agent", "task", "seed", "best val", "hidden test", "normalized", "cost", "where")
 

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
-    from benchmark.run.commands import CommandResult
-    from benchmark.records.journal import Node, NodeStore
     from benchmark.llm.client import LLMCall, LLMClient
+    from benchmark.records.journal import Node, NodeStore
+    from benchmark.run.commands import CommandResult
     from benchmark.tasks.manifest import Budget, TaskSpec
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from benchmark.executors.base import CPU, WALL
+from benchmark.executors.base import CPU, WALL, charged_seconds
 from benchmark.records.journal import Node
 from benchmark.run.summary import plural
 from benchmark.tasks.manifest import Budget
@@ -41,11 +41,6 @@ class Counters:
             self.compute_s = round(self.compute_s + charged_seconds(seconds, cpu_seconds, clock), 3)
             self.clock = clock if self.clock in ("", clock) else "mixed"
         self.unexecuted_in_a_row = 0 if node.executed else self.unexecuted_in_a_row + 1
-
-
-def charged_seconds(seconds: float, cpu_seconds: float | None, clock: str) -> float:
-    """What one experiment or command costs the compute budget: CPU seconds under a CPU-time limit."""
-    return cpu_seconds if clock == CPU and cpu_seconds is not None else seconds
 
 
 def launch_blocker(budget: Budget, counters: Counters, in_flight: int, max_unexecuted_in_a_row: int) -> str:

@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmark.run.budget import charged_seconds
-from benchmark.executors.base import Executor
-from benchmark.run.experiment import materialize, phase_job
 from benchmark.common.inert_text import job_output
-from benchmark.records.journal import BlobStore
 from benchmark.common.safefs import discard_tree
+from benchmark.executors.base import Executor, charged_seconds
+from benchmark.records.journal import BlobStore
+from benchmark.run.experiment import materialize, phase_job
 from benchmark.tasks.workspace import PreparedTask
 
 OUTPUT_CAP_BYTES = 256 * 1024  # per stream, what the executor keeps (head and tail)

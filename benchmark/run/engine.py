@@ -22,24 +22,24 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
-from benchmark.run import summary as report
+from benchmark.common.errors import InfrastructureFailure, UserError
+from benchmark.common.inert_text import install_log_filter
+from benchmark.llm.client import LLMClient, Usage
 from benchmark.plugins.agent_api import Agent, OpContext, Policy
+from benchmark.plugins.manager import Registry
+from benchmark.records.journal import ABORTED, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
+from benchmark.run import summary as report
 from benchmark.run.budget import Counters
 from benchmark.run.config import config_hash, default_run_id, effective_budget
 from benchmark.run.display import Display, Stats, make_display
-from benchmark.common.errors import InfrastructureFailure, UserError
 from benchmark.run.experiment import check_isolation, data_path_in_jobs
 from benchmark.run.final_test import BASELINE_ID, final_test
-from benchmark.common.inert_text import install_log_filter
-from benchmark.records.journal import ABORTED, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
-from benchmark.llm.client import LLMClient, Usage
 from benchmark.run.outage import GuardedExecutor, baseline_failure, llm_never_answered
-from benchmark.plugins.manager import Registry
 from benchmark.run.preflight import llm_problem
 from benchmark.run.scheduler import Scheduler
+from benchmark.run.worker import StepRunner
 from benchmark.scoring.export import export_after_run
 from benchmark.tasks.manifest import Budget, load_task
-from benchmark.run.worker import StepRunner
 from benchmark.tasks.workspace import PreparedTask, open_prepared
 
 

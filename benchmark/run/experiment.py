@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from benchmark.common.errors import UserError
-from benchmark.executors.base import Executor, Job, JobResult, Limits
 from benchmark.common.inert_text import clean_metrics, inert, job_output
 from benchmark.common.safefs import UnsafeOutput, discard_tree, read_regular_file
-from benchmark.tasks.shipped_data import shipped_data_paths
+from benchmark.executors.base import Executor, Job, JobResult, Limits
 from benchmark.tasks.manifest import render
+from benchmark.tasks.shipped_data import shipped_data_paths
 from benchmark.tasks.workspace import LABELS_GID, PreparedTask
 
 log = logging.getLogger(__name__)

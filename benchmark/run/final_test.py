@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from benchmark.common.safefs import discard_tree
+from benchmark.records.journal import OK, now
 from benchmark.run import display as show
 from benchmark.run.experiment import run_phase
-from benchmark.records.journal import OK, now
-from benchmark.common.safefs import discard_tree
 
 if TYPE_CHECKING:
     from benchmark.run.engine import Run

@@ -26,8 +26,8 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from benchmark.plugins.agent_api import Action, Agent, OpContext
-from benchmark.run.budget import launch_blocker
 from benchmark.records.journal import Node, now
+from benchmark.run.budget import launch_blocker
 from benchmark.run.worker import StepResult, crash_report
 
 if TYPE_CHECKING:

@@ -21,8 +21,8 @@ from benchmark.common.inert_text import inert
 from benchmark.records.journal import now
 
 if TYPE_CHECKING:
-    from benchmark.run.engine import Run
     from benchmark.records.journal import Node
+    from benchmark.run.engine import Run
     from benchmark.tasks.manifest import TaskSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

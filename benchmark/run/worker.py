@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmark.run import display as show
+from benchmark.common.errors import BudgetExhausted, InfrastructureFailure
 from benchmark.plugins.agent_api import Action, Agent, OpContext, Proposal
+from benchmark.plugins.edits import unified_diff
+from benchmark.records.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, BlobStore, Node
+from benchmark.run import display as show
 from benchmark.run.commands import CommandRunner
 from benchmark.run.display import Display
-from benchmark.plugins.edits import unified_diff
-from benchmark.common.errors import BudgetExhausted, InfrastructureFailure
 from benchmark.run.experiment import run_phase
-from benchmark.records.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, BlobStore, Node
 from benchmark.run.outage import GuardedExecutor
 from benchmark.tasks.manifest import Budget
 from benchmark.tasks.workspace import PreparedTask

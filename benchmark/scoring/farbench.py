@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmark.run.budget import charged_seconds
+from benchmark.executors.base import charged_seconds
 from benchmark.scoring.normalize import achievement
 from benchmark.scoring.runs import RunRecord, is_ok
 

@@ -16,6 +16,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from benchmark.common.inert_text import inert, map_text
+from benchmark.common.safefs import safe_relpath
 from benchmark.records.journal import Node
 from benchmark.scoring.runs import RunRecord, is_ok
 
@@ -200,8 +201,6 @@ def run_html(run: RunRecord) -> str:
         body.append("<p class='note'>(no valid node)</p>")
     else:
         body.append(f"<p class='note'>node {esc(best.id)}; also exported as best_solution/ in the run directory</p>")
-        from benchmark.scoring.export import safe_relpath
-
         body += [f"<h3>{esc(rel)}{'' if safe_relpath(rel) else ' (not exported: the path leaves the folder)'}</h3>"
                  f"{pre(text, 4 * TEXT_LIMIT)}" for rel, text in run.files(best).items()]
     return page(f"{run.agent} / {run.task} / seed {run.seed}", "\n".join(body))

@@ -15,8 +15,8 @@ from agents import operators
 from agents.prompts import PromptConfig
 from agents.tree import debug_depth, is_leaf
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec
-from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec
 
 
