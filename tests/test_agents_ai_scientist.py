@@ -12,7 +12,7 @@ from agents.ai_scientist_v1 import AIScientistV1Config, AIScientistV1Policy, not
 from agents.ai_scientist_v2 import AIScientistV2Config, AIScientistV2Policy, split_budget
 from agents.operators import ideate
 from agents.tree import ROOT
-from benchmark.llm.client import LLMCall
+from benchmark.llm.accounting import LLMCall
 from benchmark.plugins.agent_api import OpContext
 from benchmark.plugins.manager import get_registry
 from benchmark.records.journal import OK
@@ -206,7 +206,7 @@ def test_v2_waits_for_the_stage_results_before_moving_on(tmp_path) -> None:
 
 def test_v1_run_carries_notes_and_all_completed_ends_the_idea_without_an_experiment(tmp_path) -> None:
     from agents.ai_scientist_v1 import run
-    from benchmark.llm.client import LLMConfig
+    from benchmark.llm.config import LLMConfig
 
     tree, task = Tree(tmp_path), _toy()
     files = {rel: tree.store.blobs.put((task.code_dir / rel).read_text()) for rel in ("model.py", "params.json")}

@@ -14,7 +14,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything
 import pytest
 
 from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, UserError
-from benchmark.llm.client import LLMCall, LLMClient, LLMConfig, Usage, missing_credentials
+from benchmark.llm.accounting import LLMCall, Usage
+from benchmark.llm.client import LLMClient, missing_credentials
+from benchmark.llm.config import LLMConfig
 
 from llm_server import (
     BAD_REQUEST,
@@ -278,7 +280,7 @@ def test_import_does_not_load_litellm() -> None:
 
 
 def test_operator_overrides_pick_model_and_limits(llm_server: StubLLMServer) -> None:
-    from benchmark.llm.client import OperatorLLMConfig
+    from benchmark.llm.config import OperatorLLMConfig
 
     cfg = stub_cfg(llm_server, operators={"analyze": OperatorLLMConfig(model="openai/cheap-model", max_tokens=50,
                                                                       temperature=0.9)})

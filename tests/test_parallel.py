@@ -125,7 +125,7 @@ def test_k8_with_budget_5_runs_exactly_5_experiments_all_at_once(toy, tmp_path: 
 
 
 def test_analyzer_reviews_each_executed_node_once_and_its_failures_cost_nothing(toy, tmp_path: Path) -> None:
-    from benchmark.llm.client import LLMCall
+    from benchmark.llm.accounting import LLMCall
 
     seen: list[str] = []
 

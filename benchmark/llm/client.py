@@ -20,20 +20,19 @@ Why this shape:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Optional
+from typing import Any, Optional
 
 from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, UserError
+from benchmark.llm.accounting import LLMCall, Usage
+from benchmark.llm.cache import ResponseCache, cache_key
+from benchmark.llm.config import CACHE_MODES, LLMConfig, as_config
 
-CACHE_MODES = ("off", "record", "replay", "auto")
 MAX_BACKOFF_S = 60.0  # cap on one exponential backoff wait
 MAX_ERROR_CHARS = 2000  # provider error texts can be whole HTML pages
 NO_KEY_PLACEHOLDER = "no-key"  # sent to key-less custom endpoints: the OpenAI SDK refuses to send none
@@ -42,177 +41,6 @@ EITHER_KEY_PROVIDERS = frozenset({"gemini"})  # litellm lists alternatives, any 
 
 _log = logging.getLogger(__name__)
 _litellm_lock = threading.Lock()
-
-
-@dataclass
-class OperatorLLMConfig:
-    """Per-operator overrides of the run's LLM settings (None = the run's value), as AIRA configures
-    draft/improve/debug apart from analysis: e.g. ``+llm.operators.analyze.model=gpt-4o-mini``."""
-
-    model: Optional[str] = None
-    api_base: Optional[str] = None
-    api_key_env: Optional[str] = None
-    temperature: Optional[float] = None
-    max_tokens: Optional[int] = None
-    extra: Optional[dict] = None
-
-
-@dataclass
-class LLMConfig:
-    """Hydra structured config of one LLM endpoint (registered as ``llm/base_llm``).
-
-    ``api_key_env`` names the env var holding the key. None means litellm's default variable for the
-    provider, except when ``api_base`` is set: then an unset ``api_key_env`` means the endpoint needs
-    no key (vLLM, Ollama), and no provider key from the environment is sent to that endpoint.
-    ``max_retries`` counts retries after the first attempt. ``mock_responses`` makes every call a
-    litellm ``mock_response`` (offline, real litellm code path); the run's n-th call gets entry
-    ``n % len`` (n = ``Usage.calls``, so a resumed run continues the cycle). ``script`` names a file
-    or folder of scripted replies (see ``load_script``), served in order per operator, for testing an
-    agent offline. ``operators`` overrides settings per operator name (``draft``, ``analyze``, ...).
-    ``max_tokens`` is large by default so a reply can hold whole editable files; a reasoning model
-    spends part of it thinking.
-    """
-
-    model: str = "gpt-4o-mini"
-    api_base: Optional[str] = None
-    api_key_env: Optional[str] = None
-    temperature: float = 0.0
-    max_tokens: int = 16384
-    timeout_s: float = 120.0
-    max_retries: int = 3
-    retry_backoff_s: float = 1.0
-    usd_cap: Optional[float] = None
-    token_cap: Optional[int] = None
-    cache: str = "off"
-    cache_dir: Optional[str] = None
-    mock_responses: Optional[list[str]] = None
-    script: Optional[str] = None
-    operators: dict[str, OperatorLLMConfig] = field(default_factory=dict)
-    extra: dict = field(default_factory=dict)
-
-    def for_operator(self, operator: str) -> LLMConfig:
-        """These settings with the operator's overrides applied."""
-        override = self.operators.get(operator) if operator else None
-        if override is None:
-            return self
-        if isinstance(override, Mapping):
-            override = OperatorLLMConfig(**override)
-        changes = {k: v for k, v in asdict(override).items() if v is not None}
-        return replace(self, **changes)
-
-
-@dataclass
-class LLMCall:
-    """The record of one ``complete()``: JSON-serialisable, stored with the node that made it.
-
-    ``usd`` is None when the price is unknown (never a silent 0). For a cache hit, tokens and ``usd``
-    are the figures recorded when the response was first produced, ``cached`` is True, ``attempts``
-    is 0 (no provider was asked) and ``latency_s`` is the time the lookup took. ``completion_tokens``
-    includes ``reasoning_tokens`` (as providers bill them). ``finish_reason`` "length" means the reply
-    was cut by ``max_tokens``. ``prompt_chars`` is the size of the messages sent.
-    """
-
-    model: str
-    operator: str = ""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    reasoning_tokens: int = 0
-    finish_reason: str = ""
-    prompt_chars: int = 0
-    usd: Optional[float] = None
-    latency_s: float = 0.0
-    attempts: int = 0
-    error: str = ""
-    cached: bool = False
-    response: str = ""
-    messages: list[dict] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.error
-
-    @property
-    def truncated(self) -> bool:
-        """The reply was cut off by the token limit, so it ends mid-way."""
-        return self.finish_reason == "length"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> LLMCall:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in raw.items() if k in known})
-
-
-@dataclass
-class Usage:
-    """Running totals over a run, checkpointed after every node and restored with ``from_dict``.
-
-    Totals are nominal (cache hits included, see the module doc). ``usd`` is the known part of the
-    cost; calls whose price is unknown are counted in ``unknown_cost_calls`` instead. Failed calls
-    count in ``calls`` and ``failed_calls`` and add only the tokens they consumed (a reasoning model
-    that thought until the limit and answered nothing still costs). ``add`` takes a lock: operators
-    may call the LLM from several threads at once.
-    """
-
-    _lock: ClassVar[threading.Lock] = threading.Lock()
-
-    calls: int = 0
-    failed_calls: int = 0
-    cached_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    reasoning_tokens: int = 0
-    usd: float = 0.0
-    cached_usd: float = 0.0
-    unknown_cost_calls: int = 0
-    operator_calls: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    @property
-    def spent_usd(self) -> float:
-        """Money actually paid to providers: nominal cost minus what the cache served."""
-        return self.usd - self.cached_usd
-
-    def add(self, call: LLMCall) -> None:
-        with self._lock:
-            self.calls += 1
-            self.operator_calls[call.operator] = self.operator_calls.get(call.operator, 0) + 1
-            self.prompt_tokens += call.prompt_tokens
-            self.completion_tokens += call.completion_tokens
-            self.reasoning_tokens += call.reasoning_tokens
-            if call.usd is not None:
-                self.usd += call.usd
-            if call.error:
-                self.failed_calls += 1
-                return
-            if call.usd is None:
-                self.unknown_cost_calls += 1
-            if call.cached:
-                self.cached_calls += 1
-                self.cached_usd += call.usd or 0.0
-
-    def mean_call_usd(self) -> float:
-        priced = self.calls - self.failed_calls - self.unknown_cost_calls
-        return self.usd / priced if priced > 0 else 0.0
-
-    def mean_call_tokens(self) -> float:
-        answered = self.calls - self.failed_calls
-        return self.total_tokens / answered if answered > 0 else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        with self._lock:
-            return asdict(self)
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any] | None) -> Usage:
-        """Restore a checkpoint; unknown keys are ignored and missing ones default to 0."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in (raw or {}).items() if k in known})
 
 
 class EmptyReply(Exception):
@@ -226,23 +54,6 @@ class ThoughtToTheLimit(Exception):
     def __init__(self, message: str, response: Any) -> None:
         super().__init__(message)
         self.response = response
-
-
-def _as_config(cfg: Any) -> LLMConfig:
-    """Accept the dataclass itself or what Hydra hands over (a DictConfig or a plain mapping)."""
-    if isinstance(cfg, LLMConfig):
-        return cfg
-    try:
-        from omegaconf import DictConfig, OmegaConf
-
-        if isinstance(cfg, DictConfig):
-            cfg = OmegaConf.to_container(cfg, resolve=True)
-    except ImportError:  # pragma: no cover - omegaconf ships with hydra-core
-        pass
-    raw = dict(cfg)
-    raw["operators"] = {k: v if isinstance(v, OperatorLLMConfig) else OperatorLLMConfig(**v)
-                        for k, v in (raw.get("operators") or {}).items()}
-    return LLMConfig(**raw)
 
 
 def _import_litellm() -> Any:
@@ -348,54 +159,6 @@ def _known_cost(litellm: Any, model: str, response: Any) -> Optional[float]:
     return cost if model in litellm.model_cost or bare in litellm.model_cost else None
 
 
-def cache_key(cfg: LLMConfig, messages: list[dict]) -> str:
-    """sha256 of everything that decides the reply; canonical JSON so dict order cannot matter."""
-    material = {
-        "model": cfg.model,
-        "api_base": cfg.api_base,
-        "messages": messages,
-        "temperature": cfg.temperature,
-        "max_tokens": cfg.max_tokens,
-        "extra": cfg.extra,
-    }
-    canonical = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-class ResponseCache:
-    """One JSON file per request key; written atomically so a killed run never leaves half a file."""
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root)
-
-    def path(self, key: str) -> Path:
-        return self.root / f"{key}.json"
-
-    def get(self, key: str) -> Optional[dict[str, Any]]:
-        path = self.path(key)
-        try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            _log.warning("ignoring unreadable LLM cache entry %s: %s", path, exc)
-            return None
-        return entry if isinstance(entry, dict) and isinstance(entry.get("response"), str) else None
-
-    def put(self, key: str, entry: dict[str, Any]) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=self.root)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(entry, fh, ensure_ascii=True, sort_keys=True, indent=1)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path(key))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-
 class LLMClient:
     """``complete(messages, operator) -> LLMCall``; shares ``usage`` with the engine, which checkpoints it.
 
@@ -404,7 +167,7 @@ class LLMClient:
     """
 
     def __init__(self, cfg: LLMConfig | Any, usage: Optional[Usage] = None) -> None:
-        self.cfg = _as_config(cfg)
+        self.cfg = as_config(cfg)
         self.usage = usage if usage is not None else Usage()
         if self.cfg.cache not in CACHE_MODES:
             raise UserError(f"llm.cache={self.cfg.cache!r} is not one of {', '.join(CACHE_MODES)}")
@@ -688,7 +451,7 @@ def _resolve_key(cfg: LLMConfig) -> Optional[str]:
 
 def missing_credentials(cfg: LLMConfig | Any) -> Optional[str]:
     """One user-facing line naming the env var to set, or None when the config can run as is."""
-    cfg = _as_config(cfg)
+    cfg = as_config(cfg)
     if cfg.script:
         return None if Path(cfg.script).expanduser().exists() else \
             f"llm.script={cfg.script} does not exist; give a folder or file of replies (docs/agents.md)"

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 if TYPE_CHECKING:
-    from benchmark.llm.client import LLMCall, LLMClient
+    from benchmark.llm.accounting import LLMCall
+    from benchmark.llm.client import LLMClient
     from benchmark.records.journal import Node, NodeStore
     from benchmark.run.commands import CommandResult
     from benchmark.tasks.manifest import Budget, TaskSpec

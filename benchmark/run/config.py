@@ -15,7 +15,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from benchmark.llm.client import LLMConfig
+from benchmark.llm.config import LLMConfig
 from benchmark.plugins.manager import Registry
 from benchmark.tasks.manifest import Budget
 

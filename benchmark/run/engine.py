@@ -24,7 +24,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from benchmark.common.errors import InfrastructureFailure, UserError
 from benchmark.common.inert_text import install_log_filter
-from benchmark.llm.client import LLMClient, Usage
+from benchmark.llm.accounting import Usage
+from benchmark.llm.client import LLMClient
 from benchmark.plugins.agent_api import Agent, OpContext, Policy
 from benchmark.plugins.manager import Registry
 from benchmark.records.journal import ABORTED, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic

@@ -20,7 +20,7 @@ from typing import Any
 
 from benchmark.common.errors import InfrastructureFailure
 from benchmark.executors.base import Executor, Job, JobResult
-from benchmark.llm.client import Usage
+from benchmark.llm.accounting import Usage
 from benchmark.records.journal import OK, Node
 from benchmark.run.summary import plural
 
