@@ -18,9 +18,10 @@ from omegaconf import OmegaConf
 
 from benchmark.common.errors import UserError
 from benchmark.common.inert_text import inert
+from benchmark.common.paths import REPO_ROOT
 from benchmark.launch.sweep import Invocation, describe, expand, launcher_job_problem, launcher_problem, parse
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+CONFIG_DIR = REPO_ROOT / "configs"
 GROUPS = ("agent", "task", "executor", "llm")
 ENV_DEFAULTS = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HYDRA_FULL_ERROR": "0"}
 

@@ -14,9 +14,9 @@ import tempfile
 from pathlib import Path
 
 from benchmark.common.errors import UserError
+from benchmark.common.paths import REPO_ROOT
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 NAME_TOKEN = "__TASK_NAME__"
 _NAME = re.compile(r"[a-z0-9][a-z0-9_\-]*")
 _TEXT_SUFFIXES = {".py", ".yaml", ".md", ".json", ".txt"}

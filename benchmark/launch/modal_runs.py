@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from benchmark.common.paths import REPO_ROOT
 from benchmark.executors.modal_image import ImageSpec, pin
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
@@ -33,7 +34,6 @@ from benchmark.tasks.manifest import TaskSpec
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 UPLOAD_TAR = "/__researchbench/run-upload.tar"
 SWEEP_TAG = "researchbench-sweep"
 # Provider keys passed on to the remote run when set here (an LLM agent needs its key there).

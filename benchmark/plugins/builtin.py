@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from benchmark.common.paths import REPO_ROOT
 from benchmark.plugins.manager import ExecutorSpec, hookimpl
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 TASKS_PATH_ENV = "RESEARCHBENCH_TASKS_PATH"
 
 

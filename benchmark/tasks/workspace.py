@@ -26,9 +26,9 @@ from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from benchmark.common.errors import UserError
+from benchmark.common.paths import REPO_ROOT
 from benchmark.tasks.manifest import TaskSpec, render
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # The group that may read labels: the evaluator's sandbox user has it, agent jobs never do. Only a
 # root harness can set it; otherwise the labels are the harness user's alone (0700).
 LABELS_GID = 65533
