@@ -1,7 +1,8 @@
 """Score runs: `python compute_agent_metrics.py results/` (or results/<agent>, or one run dir).
 
-Writes CSV and markdown tables, plots and a static HTML report (metric_reports/<input name>/ unless
---out is given) and prints the headline tables. docs/metrics.md defines every number.
+Writes CSV and markdown tables, plots and a static HTML report beside the results
+(<results' parent>/metric_reports/<results' name>/ unless --out is given) and prints the headline
+tables; it never writes inside a run directory. docs/metrics.md defines every number.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def _names(values: list[str] | None) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="a results directory (any level: all, one agent, one run)")
-    parser.add_argument("--out", type=Path, help="where to write (default metric_reports/<name>)")
+    parser.add_argument("--out", type=Path, help="where to write (default: metric_reports/<name> beside the results)")
     parser.add_argument("--agent", action="append", help="only these agents (repeat or comma-separate)")
     parser.add_argument("--task", action="append", help="only these tasks (repeat or comma-separate)")
     parser.add_argument("--suite", help="only the tasks of this suite (ml_tasks/suites.yaml), e.g. lite")
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from benchmark.scoring.pipeline import Options, score
 
-    out = args.out or Path("metric_reports") / args.results.resolve().name
+    out = args.out or default_out(args.results)
     options = Options(results=args.results, out=out, agents=_names(args.agent), tasks=_names(args.task),
                       suite=args.suite, budget=args.budget, unfinished=args.include_unfinished,
                       repeats_independent=args.repeats_independent, group_by=_names([args.group_by]),
@@ -66,11 +67,19 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {inert(exc)}", file=sys.stderr)
         return 2
-    _print(results, out)
+    _print(results)
+    _out(f"\nwrote {out}/ ({', '.join(results['written']['file'])})")
     return 0
 
 
-def _print(results: dict, out: Path) -> None:
+def default_out(results: Path) -> Path:
+    """Beside the results, never in the current directory nor inside a run: results/aide ->
+    results/metric_reports/aide; results/ -> metric_reports/results."""
+    results = results.resolve()
+    return results.parent / "metric_reports" / results.name
+
+
+def _print(results: dict) -> None:
     import pandas as pd
 
     from benchmark.scoring.normalize import HEADLINE_WHY
@@ -97,7 +106,6 @@ def _print(results: dict, out: Path) -> None:
             _out(results["paired"][cols].to_string(index=False))
         for note in results["notes"]["note"]:
             _out(f"note: {note}")
-    _out(f"\nwrote {out}/ (tables.md, *.csv, plots/, report.html)")
 
 
 def _out(text: str = "") -> None:

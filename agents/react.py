@@ -200,11 +200,12 @@ def take_turn(ctx: OpContext, reply: str, files: dict[str, str], last_eval: dict
 
 def sandbox_note(ctx: OpContext) -> str:
     data = ctx.data_path or str(ctx.public_dir)
-    val = " ".join(ctx.task.phases["val"]).replace("{python}", "python").replace("{data}", data)
+    val = (" ".join(ctx.task.phases["val"]).replace("{python}", "python").replace("{data}", data)
+           .replace("{output}", "<out>"))
     return (f"Commands run with bash in a fresh copy of the code directory holding your current files, with a private "
             f"writable /tmp. The public data is at {data} (read-only). An experiment runs `{val}` and the "
-            "harness scores what it writes to {output}; you can run that yourself with --out /tmp/out to check your "
-            "code (no score: the labels are not there). Commands and experiments share the compute budget.")
+            "harness scores what it writes to <out>; you can run that command yourself with /tmp/out as <out> to "
+            "check your code (no score: the labels are not there). Commands and experiments share the compute budget.")
 
 
 def _context(ctx: OpContext, cfg: ReactConfig, older: list[dict[str, Any]], files: dict[str, str],

@@ -282,3 +282,11 @@ def test_supervisor_assigns_and_a_fresh_worker_starts_from_the_best(tmp_path) ->
     worker = "\n".join(m["content"] for m in llm.seen[1][1])
     assert "Try slope 3" in worker and "SECRET-OLD-TURN" not in worker  # a fresh worker with its assignment
     assert proposal.changed and proposal.plan.startswith("Try slope 3")
+
+
+def test_sandbox_note_names_the_output_dir_without_template_placeholders(tmp_path) -> None:
+    from agents.react import sandbox_note
+
+    note = sandbox_note(_ctx(tmp_path))
+    assert "{" not in note and "}" not in note, note  # no unrendered {output}/{python}/{data}
+    assert "<out>" in note and "/tmp/out" in note

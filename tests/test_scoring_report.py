@@ -96,3 +96,33 @@ def test_a_finished_run_exports_its_best_solution_and_report(toy, tmp_path: Path
     assert scored.returncode == 0, scored.stderr
     assert len((tmp_path / "report" / "runs.csv").read_text().splitlines()) == 2  # header + one run
     assert "Clipped achievement per task" in scored.stdout and "headline = FARBench" in scored.stdout
+
+
+def _tree(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+def test_scoring_writes_beside_the_results_never_into_runs_and_says_only_what_it_wrote(toy, tmp_path: Path) -> None:
+    args = ("agent=greedy", "task=toy", "budget.steps=2", f"results_dir={tmp_path / 'results'}", "llm=scripted",
+            f"llm.script={FIXTURES / 'scripts' / 'toy'}")
+    summary, _ = run_inprocess(*args)
+    run_dir = Path(summary["run_dir"])
+    before = _tree(run_dir)
+    agent_dir = run_dir.parent
+    scored = run_cli(str(agent_dir), "--no-embeddings", "--no-plots", script="compute_agent_metrics.py", cwd=tmp_path)
+    assert scored.returncode == 0, scored.stderr
+    out = agent_dir.parent / "metric_reports" / agent_dir.name  # beside the scored directory, not in the cwd
+    assert (out / "report.html").is_file() and f"wrote {out}/ (tables.md, *.csv, report.html)" in scored.stdout
+    assert _tree(run_dir) == before  # not a byte nor an mtime changed inside the run
+    scored = run_cli(str(tmp_path / "results"), "--no-embeddings", "--no-plots", "--no-html",
+                     script="compute_agent_metrics.py", cwd=tmp_path)
+    assert scored.returncode == 0, scored.stderr  # the report dir inside results/ is not taken for a run
+    out = tmp_path / "metric_reports" / "results"
+    assert f"wrote {out}/ (tables.md, *.csv)\n" in scored.stdout + "\n"  # nothing it did not write
+    assert len((out / "runs.csv").read_text().splitlines()) == 2
+    # a finished run whose export is gone gets it back from `resume` (re-running the same command)
+    shutil.rmtree(run_dir / "best_solution")
+    (run_dir / "report.html").unlink()
+    again, said = run_inprocess(*args)
+    assert again["run_dir"] == str(run_dir) and "nothing to do" in said
+    assert (run_dir / "best_solution").is_dir() and (run_dir / "report.html").is_file()

@@ -39,7 +39,7 @@ from benchmark.run.outage import GuardedExecutor, baseline_failure, llm_never_an
 from benchmark.run.preflight import llm_problem
 from benchmark.run.scheduler import Scheduler
 from benchmark.run.worker import StepRunner
-from benchmark.scoring.export import export_after_run
+from benchmark.scoring.export import BEST_DIR, REPORT, export_after_run
 from benchmark.tasks.manifest import Budget, load_task
 from benchmark.tasks.workspace import PreparedTask, open_prepared
 
@@ -152,6 +152,8 @@ class Run:
                 summary = report.read(self.run_dir)
                 self.display.line("run already finished; nothing to do")
                 self.display.line(report.render(summary))
+                if not (self.run_dir / BEST_DIR).is_dir() or not (self.run_dir / REPORT).is_file():
+                    export_after_run(self.run_dir, self.display.line)  # a failed or deleted export, written again
                 return summary
             agent = self._build_agent(loaded.policy)
             self.steps = StepRunner(self.prepared, self.executor, self.blobs, self.budget,

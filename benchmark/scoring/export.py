@@ -1,5 +1,6 @@
 """What every finished run leaves for a person: best_solution/ (the best node's editable files, ready to
-use) and report.html (the run's own page). Called at the end of a run and by the scorer."""
+use) and report.html (the run's own page). Written by the run itself: at its end, and again by `resume`
+of a finished run whose export is missing. The scorer never writes into run directories."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def export_run(run_dir: Path) -> tuple[Path | None, Path]:
 
 def export_after_run(run_dir: Path, say: Callable[[str], None]) -> None:
     """The engine's end-of-run hook: export, and on any failure say so in one line (the run's results,
-    already written, are unaffected; `compute_agent_metrics.py` exports again)."""
+    already written, are unaffected; `resume` of the finished run writes them again)."""
     try:
         best, report = export_run(run_dir)
     except Exception as exc:  # a report must never turn a finished run into a failed one

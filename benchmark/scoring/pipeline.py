@@ -1,7 +1,7 @@
 """The scorer end to end: select runs, embed, compute every table, write CSV, markdown, plots and HTML.
 
-compute_agent_metrics.py is a thin CLI over `score()`. Nothing is written inside the results tree
-except each run's own best_solution/ and report.html (refreshed here, as the run's end writes them).
+compute_agent_metrics.py is a thin CLI over `score()`. Nothing is ever written inside a run directory:
+each run's own best_solution/ and report.html are the run's (written at its end), and scoring only reads.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ class Options:
     batch_size: int = 16
     plots: bool = True
     html: bool = True
-    export_runs: bool = True
 
 
 INDEXED = {"achievement", "unclipped", "fml_ni", "domains"}  # tables whose index is the agent variant
@@ -171,7 +170,10 @@ def score(options: Options, say: Callable[[str], None]) -> dict[str, pd.DataFram
         plot_dir.mkdir(exist_ok=True)
         (plot_dir / f"{i:02d}-{''.join(c if c.isalnum() else '_' for c in name)}.png").write_bytes(png)
     if options.html:
-        _html(runs, results, plots, options, say)
+        _html(runs, results, plots, options)
+    # what the closing line may name: plots/ only if a plot was drawn (matplotlib may be missing)
+    results["written"] = pd.DataFrame({"file": ["tables.md", "*.csv", *(["plots/"] if plots else []),
+                                                *(["report.html"] if options.html else [])]})
     return results
 
 
@@ -186,9 +188,8 @@ def _plots(runs: list[RunRecord], df: pd.DataFrame, say: Callable[[str], None]) 
 
 
 def _html(runs: list[RunRecord], results: dict[str, pd.DataFrame], plots: list[tuple[str, bytes]],
-          options: Options, say: Callable[[str], None]) -> None:
+          options: Options) -> None:
     from benchmark.scoring import report
-    from benchmark.scoring.export import export_best_solution
 
     run_dir = options.out / "runs"
     run_dir.mkdir(exist_ok=True)
@@ -196,11 +197,6 @@ def _html(runs: list[RunRecord], results: dict[str, pd.DataFrame], plots: list[t
     for i, run in enumerate(runs):
         name = f"{i:04d}.html"
         (run_dir / name).write_text(report.run_html(run))
-        if options.export_runs and run.summary.get("status") == "finished":
-            try:
-                export_best_solution(run)
-            except OSError as exc:
-                say(f"note: {run.run_dir}: best_solution/ not exported ({exc})")
         links.append((f"{run.agent} / {run.task} / seed {run.seed} / {run.budget_label} ({run.run_dir.name})",
                       f"runs/{name}"))
     shown = [(heading, why, results[name].drop(columns=["run"]) if name == "runs" else results[name])

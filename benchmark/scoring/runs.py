@@ -19,7 +19,7 @@ from benchmark.common.errors import UserError
 from benchmark.records.journal import OK, BlobStore, Node
 from benchmark.scoring import keys
 
-SKIP_DIRS = {".multirun", "llm_cache", "blobs", "scratch", "best_solution"}
+SKIP_DIRS = {".multirun", "llm_cache", "blobs", "scratch", "best_solution", "metric_reports"}
 BASELINE_ID = "0000"
 
 
