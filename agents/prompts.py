@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agents.runtime_api import runtime_api
 from agents.text import Section, diff_stats, head_lines, outline_python, summarize, tail_lines
 from benchmark.records.journal import OK, Node
 from benchmark.tasks.data_preview import preview
@@ -209,7 +210,8 @@ def harness_files(ctx: OpContext) -> dict[str, str]:
 
 def harness_section(ctx: OpContext, full: bool) -> Section:
     """Read-only harness files: whole the first time (or when a traceback points into one), then as
-    an outline of the contract, since every prompt repeating them was most of a prompt's growth."""
+    an outline of the contract, since every prompt repeating them was most of a prompt's growth. The
+    task runtime's names that they import follow, one line each, in both forms."""
     files = harness_files(ctx)
     if not files:
         return Section("Harness files (read-only)", [""], 60)
@@ -217,7 +219,9 @@ def harness_section(ctx: OpContext, full: bool) -> Section:
         f"{rel} (outline; shown in full in an earlier prompt):\n```\n"
         + (outline_python(text) if rel.endswith(".py") else "\n".join(text.splitlines()[:10])) + "\n```"
         for rel, text in files.items())
+    api = runtime_api(text for rel, text in files.items() if rel.endswith(".py"))
     variants = [files_block(files), outline] if full else [outline]
+    variants = [f"{text}\n\n{api}" if api else text for text in variants]
     return Section("Harness files (read-only)", variants, 60)
 
 

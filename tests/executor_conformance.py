@@ -378,6 +378,33 @@ class ExecutorConformance:
         assert (outdir / "pred.txt").read_text() == "ok"
         assert (job.workdir / "in_workdir.txt").read_text() == "ok"
 
+    # -- the task runtime ---------------------------------------------------------------------
+
+    def test_jobs_import_the_task_runtime_and_cannot_change_it(self, executor: Executor, tmp_path: Path) -> None:
+        """Drivers and evaluators import task_runtime on every backend; a sandboxed job cannot edit it."""
+        import task_runtime
+
+        source = Path(task_runtime.__file__)
+        before = source.read_bytes()
+        job = self.job(tmp_path, """
+            import pathlib, sys, task_runtime
+            print(task_runtime.read_params.__name__, task_runtime.__name__)
+            if sys.argv[1] == "try-write":
+                for path in (pathlib.Path(task_runtime.__file__), pathlib.Path(task_runtime.__file__).with_name("x.py")):
+                    try:
+                        path.write_text("broken = True\\n")
+                        print("wrote", path.name)
+                    except OSError as exc:
+                        print("refused", type(exc).__name__)
+        """, "try-write" if self.isolated else "read-only")
+        result, out, err = run(executor, job)
+        assert result.ok, err
+        lines = out.splitlines()
+        assert lines[0] == "read_params task_runtime"
+        if self.isolated:
+            assert len(lines) == 3 and all(line.startswith("refused ") for line in lines[1:]), out
+        assert source.read_bytes() == before and not source.with_name("x.py").exists()
+
     # -- isolation (sandboxed backends) --------------------------------------------------
 
     def test_hidden_files_are_absent(self, executor: Executor, tmp_path: Path) -> None:

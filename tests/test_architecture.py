@@ -1,4 +1,4 @@
-"""The import graph of benchmark/ and agents/ has no circles and points one way (docs/architecture.md).
+"""The import graph of benchmark/, agents/ and task_runtime/ has no circles and points one way (docs/architecture.md).
 
 Every import counts, function-level ones included, except those under `if TYPE_CHECKING:` (they never
 run). Importing `a.b.c` also runs the `__init__` of `a` and `a.b`, so those are edges too.
@@ -17,13 +17,14 @@ import pytest
 from benchmark.common.moved import MOVED  # old paths kept for one release; the harness must not use them
 
 ROOT = Path(__file__).resolve().parents[1]
-SCANNED = ("benchmark", "agents")
+SCANNED = ("benchmark", "agents", "task_runtime")
 NOT_HARNESS_CODE = ("templates",)  # task templates: task code copied into new tasks, not harness modules
 
 # The one-way order: a module may import its own package and packages of a LOWER rank, nothing else
 # (siblings of the same rank stay independent of each other).
 LAYERS = {
     "benchmark.common": 0,
+    "task_runtime": 0,  # task code imports it inside jobs: it must stand alone
     "benchmark.tasks": 1,
     "benchmark.llm": 1,
     "benchmark.records": 2,

@@ -156,12 +156,6 @@ def test_driver_rejects_an_update_over_the_message_budget(prepared, tmp_path: Pa
     assert "the budget is 5000" in result.stderr and not (tmp_path / "out" / "predictions.csv").exists()
 
 
-def test_isolation_module_is_the_same_as_continual_learnings() -> None:
-    """One protocol, two harness-owned copies (each task folder ships on its own): they must not drift."""
-    ours = (TASK_DIR / "baseline" / "isolation.py").read_bytes()
-    assert ours == (REPO / "ml_tasks" / "continual_learning" / "baseline" / "isolation.py").read_bytes()
-
-
 def test_description_states_the_limits() -> None:
     text = (TASK_DIR / "description.md").read_text()
     assert "5,000 per message" in text and "**one round**" in text and "Dirichlet(0.1)" in text

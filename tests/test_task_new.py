@@ -91,7 +91,7 @@ def test_template_evaluator_rejects_hostile_predictions(tmp_path: Path, capsys: 
 def test_template_driver_rejects_bad_model_output() -> None:
     driver = _template_module("baseline/driver.py")
     assert list(driver.check_predictions([0, 1, 1], 3)) == [0, 1, 1]
-    for raw, reason in (([0, 1], "expected 3"), ([0, 0.5, 1], "integer class labels"),
+    for raw, reason in (([0, 1], r"expected \(3,\)"), ([0, 0.5, 1], "integer class labels"),
                         ([0, float("nan"), 1], "integer class labels"), ("abc", "must return numbers")):
         with pytest.raises(driver.DriverError, match=reason):
             driver.check_predictions(raw, 3)

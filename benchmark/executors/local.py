@@ -54,6 +54,7 @@ from benchmark.executors.job_fs import (
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.sandbox import (
     JOB_ID_ENV,
+    RUNTIME_LIB,
     RunAs,
     SandboxLayout,
     bwrap_supports,
@@ -195,7 +196,7 @@ class LocalExecutor:
         """`run_as`: the job's own host uid when the harness is root and sandboxes it, else None."""
         started = time.monotonic()
         job_id = uuid.uuid4().hex
-        env = job_env(job, gpu_ids, job_id)
+        env = job_env(job, gpu_ids, job_id, RUNTIME_LIB if self._bwrap else None)
         if run_as is not None:  # a leased uid has no passwd entry; getpass.getuser() reads these first
             env = {"USER": JOB_USER, "LOGNAME": JOB_USER, **env}
         argv = [str(a) for a in job.argv]

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+import task_runtime
+
 from benchmark.common.errors import UserError
 from benchmark.executors.base import Job
 from benchmark.executors.job_fs import JOB_ROOT, STAGE_ROOT, job_places, place_of
@@ -57,6 +59,14 @@ NVIDIA_LIB_DIRS = ("/usr/local/nvidia", "/run/nvidia", "/usr/lib/wsl")
 PASSTHROUGH_ENV = ("LD_LIBRARY_PATH",)
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 JOB_ID_ENV = "RESEARCHBENCH_JOB_ID"  # lets the harness find a job's escaped processes
+# Every job may import the task runtime (docs/tasks.md): a bwrap sandbox binds it read-only under this
+# dir, which is the job's PYTHONPATH; without one, its host parent dir is.
+RUNTIME_LIB = "/job/lib"
+
+
+def runtime_dir() -> str:
+    """The host dir of the `task_runtime` package the harness runs with."""
+    return os.path.dirname(os.path.realpath(task_runtime.__file__))
 
 
 def _bundled_bwrap() -> Optional[str]:
@@ -219,6 +229,7 @@ class SandboxLayout:
     run_as: Optional[RunAs] = None  # set when the harness is root: the job drops to this identity
     places: dict[str, str] = field(default_factory=dict)  # host dir -> fixed path inside (job_fs.py)
     job_fs_bytes: int = 0  # with places: the size of the tmpfs at JOB_ROOT that holds the writable ones
+    runtime: str = ""  # host dir of task_runtime, bound read-only at RUNTIME_LIB/task_runtime
 
     def _add_readonly(self, path: str) -> None:
         """Bind a host path read-only unless it is missing or already visible through another."""
@@ -268,6 +279,9 @@ class SandboxLayout:
             for path, writable in self.job_binds:
                 args += self._parents(path, made, mounted) + ["--bind" if writable else "--ro-bind", path, path]
                 mounted.append(path)
+        if self.runtime:
+            inside = f"{RUNTIME_LIB}/task_runtime"
+            args += self._parents(inside, made, mounted) + ["--ro-bind", self.runtime, inside]
         # The dirs made above live on bwrap's root tmpfs: they must not be a place to write either.
         args += ["--remount-ro", "/", "--chdir", place_of(str(workdir), self.places), "--"]
         if entry is not None:
@@ -352,7 +366,7 @@ def sandbox_layout(
 
     `relocate` puts the job's dirs in their `Job.places`, the writable ones on a tmpfs of
     `Job.disk_bytes` (job_fs.py); otherwise every path is bound onto itself."""
-    layout = SandboxLayout(network=job.network, tmpfs_bytes=tmpfs_bytes, run_as=run_as)
+    layout = SandboxLayout(network=job.network, tmpfs_bytes=tmpfs_bytes, run_as=run_as, runtime=runtime_dir())
     if relocate:
         layout.places, layout.job_fs_bytes = job_places(job), int(job.disk_bytes or 0)
     for path in dict.fromkeys([*SYSTEM_DIRS, *sorted(glob.glob("/lib*")), *ETC_FILES, *python_dirs()]):
@@ -376,8 +390,10 @@ def sandbox_layout(
     return layout
 
 
-def job_env(job: Job, gpu_ids: list[int], job_id: str) -> dict[str, str]:
-    """A minimal environment built from scratch: nothing of the harness's (API keys!) leaks in."""
+def job_env(job: Job, gpu_ids: list[int], job_id: str, python_path: Optional[str] = None) -> dict[str, str]:
+    """A minimal environment built from scratch: nothing of the harness's (API keys!) leaks in.
+
+    `python_path`: where the job finds task_runtime (RUNTIME_LIB in a bwrap sandbox); default its host dir."""
     exe_dir = os.path.dirname(sys.executable)
     path_dirs = [exe_dir, os.path.dirname(os.path.realpath(sys.executable))]
     path_dirs += ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
@@ -389,6 +405,7 @@ def job_env(job: Job, gpu_ids: list[int], job_id: str) -> dict[str, str]:
         "TMPDIR": "/tmp",
         "MPLCONFIGDIR": "/tmp",
         "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": python_path or os.path.dirname(runtime_dir()),
         "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in gpu_ids),
         JOB_ID_ENV: job_id,
     }

@@ -17,43 +17,25 @@ Metrics, per dataset then averaged over the phase's datasets:
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from task_runtime import InvalidPredictions, evaluator_main, integer_column, read_predictions
+
 COLUMNS = ["dataset", "source", "target"]
-PHASES = ("val", "test")
-
-
-class InvalidPredictions(Exception):
-    """The predictions cannot be scored; the message is the one line the harness records."""
 
 
 def load_predictions(path: Path, n_nodes: dict[str, int]) -> pd.DataFrame:
-    if not path.is_file():
-        raise InvalidPredictions(f"{path.name} was not written")
-    try:
-        frame = pd.read_csv(path, dtype={"dataset": str})
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
-        raise InvalidPredictions(f"{path.name} is not a readable CSV: {str(exc).splitlines()[0][:120]}") from None
-    missing = [c for c in COLUMNS if c not in frame.columns]
-    if missing:
-        raise InvalidPredictions(f"{path.name} lacks columns {missing} (needs dataset, source, target)")
-    frame = frame[COLUMNS].copy()
+    frame = read_predictions(path, COLUMNS, dtype={"dataset": str})
     unknown = sorted(set(frame["dataset"].astype(str)) - set(n_nodes))
     if unknown:
         raise InvalidPredictions(f"{path.name} names unknown datasets, e.g. {unknown[0][:40]!r}")
     frame["dataset"] = frame["dataset"].astype(str)
     for col in ("source", "target"):
-        ids = pd.to_numeric(frame[col], errors="coerce")
-        if ids.isna().any() or not np.array_equal(ids, np.round(ids)):
-            raise InvalidPredictions(f"{path.name}: column {col} must hold integer node ids")
-        frame[col] = ids.astype(np.int64)
+        frame[col] = integer_column(frame, col, path.name, "integer node ids")
     limit = frame["dataset"].map(n_nodes)
     bad = (frame["source"] < 0) | (frame["target"] < 0) | (frame["source"] >= limit) | (frame["target"] >= limit)
     if bad.any():
@@ -102,28 +84,8 @@ def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, f
     return {key: float(np.mean([s[key] for s in per_dataset])) for key in per_dataset[0]}
 
 
-def write_json(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Score predicted DAGs (SHD) for the causal_discovery task.")
-    parser.add_argument("--phase", choices=PHASES, required=True)
-    parser.add_argument("--predictions-dir", type=Path, required=True)
-    parser.add_argument("--labels", type=Path, required=True)
-    parser.add_argument("--metrics", type=Path, required=True)
-    args = parser.parse_args(argv)
-    args.metrics.unlink(missing_ok=True)  # a stale file must never pass for this run's score
-    try:
-        metrics = evaluate(args.phase, args.predictions_dir, args.labels)
-    except InvalidPredictions as exc:
-        print(str(exc), file=sys.stderr)  # the harness records this line as the bug reason
-        return 1
-    write_json(args.metrics, {"metrics": metrics})
-    return 0
+    return evaluator_main(evaluate, "Score predicted DAGs (SHD) for the causal_discovery task.", argv)
 
 
 if __name__ == "__main__":

@@ -14,41 +14,21 @@ stderr and exits 1 without writing metrics.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from task_runtime import InvalidPredictions, evaluator_main, integer_column, read_predictions
+
 N_CLASSES = 10
 LABEL_FILES = {"val": "val_labels.csv", "test": "test_labels.csv"}
 COLUMNS = ["id", "label"]
 
 
-class InvalidPredictions(Exception):
-    """The predictions cannot be scored; the message is the one line the harness records."""
-
-
-def integer_column(frame: pd.DataFrame, col: str, name: str) -> np.ndarray:
-    values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
-    if not np.isfinite(values).all() or not np.array_equal(values, np.round(values)):
-        raise InvalidPredictions(f"{name}: column {col} must hold integers")
-    return values.astype(np.int64)
-
-
 def load_predictions(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise InvalidPredictions(f"{path.name} was not written")
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
-        raise InvalidPredictions(f"{path.name} is not a readable CSV: {str(exc).splitlines()[0][:200]}") from None
-    missing = [c for c in COLUMNS if c not in frame.columns]
-    if missing:
-        raise InvalidPredictions(f"{path.name} lacks columns {missing} (needs {', '.join(COLUMNS)})")
+    frame = read_predictions(path, COLUMNS, dtype=str, keep_default_na=False)
     return pd.DataFrame({c: integer_column(frame, c, path.name) for c in COLUMNS})
 
 
@@ -75,28 +55,8 @@ def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, f
     return score(align(load_predictions(predictions_dir / "predictions.csv"), labels))
 
 
-def write_json(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Score the global model's predictions (accuracy).")
-    parser.add_argument("--phase", choices=sorted(LABEL_FILES), required=True)
-    parser.add_argument("--predictions-dir", type=Path, required=True)
-    parser.add_argument("--labels", type=Path, required=True)
-    parser.add_argument("--metrics", type=Path, required=True)
-    args = parser.parse_args(argv)
-    args.metrics.unlink(missing_ok=True)  # a stale file must never pass for this run's score
-    try:
-        metrics = evaluate(args.phase, args.predictions_dir, args.labels)
-    except InvalidPredictions as exc:
-        print(str(exc), file=sys.stderr)  # the harness records this line as the bug reason
-        return 1
-    write_json(args.metrics, {"metrics": metrics})
-    return 0
+    return evaluator_main(evaluate, "Score the global model's predictions (accuracy).", argv)
 
 
 if __name__ == "__main__":

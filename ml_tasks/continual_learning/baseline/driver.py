@@ -3,20 +3,18 @@
     python driver.py --phase val  --data <public> --out <output> [--seed N]
     python driver.py --phase test --data <public> --test-inputs <dir> --out <output> [--seed N]
 
-The harness restores this file (and isolation.py) before every run. For split k = 0..4 it forks a
-child that loads only split k's training data, the state the learner kept after split k-1 and the
-inputs to predict, then locks the data folders (isolation.py) and calls the editable
-`learner.train_split` and `learner.predict`. Everything a learner carries from one split to the next
-is its returned state: at most STATE_BUDGET numbers (weights, exemplars, statistics, anything), checked
-here. It writes `<out>/predictions.csv` (after_split, id, label): the predicted class of every input
+The harness restores this file before every run. For split k = 0..4 it forks a child that loads only
+split k's training data, the state the learner kept after split k-1 and the inputs to predict, then
+locks the data folders (`run_isolated`, from the harness's read-only `task_runtime.isolation`) and
+calls the editable `learner.train_split` and `learner.predict`. Everything a learner carries from
+one split to the next is its returned state: at most STATE_BUDGET numbers (weights, exemplars,
+statistics, anything), checked here. It writes `<out>/predictions.csv` (after_split, id, label): the predicted class of every input
 after each split, from which the evaluator computes the accuracy matrix, average accuracy and
 forgetting. Nothing printed here is parsed as a metric.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
 import shutil
 import sys
 import tempfile
@@ -24,17 +22,21 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+
+from task_runtime import (DriverArgs, DriverError, IsolationError, as_arrays, as_labels, driver_main, load_arrays,
+                          load_labels, pick_device, read_npz, read_params, run_isolated, seed_everything,
+                          warm_up_torch, write_predictions)
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from isolation import (DriverError, IsolationError, as_arrays, as_labels, load_arrays, load_labels,  # noqa: E402,I001
-                       pick_device, read_npz, read_params, run_isolated, seed_everything, warm_up_torch)  # noqa: E402
 
 SPLITS = ((0, 1), (2, 3), (4, 5), (6, 7), (8, 9))
 STATE_BUDGET = 20_000  # numbers a learner may carry from one split to the next, everything included
 
 
-def run(phase: str, data: Path, inputs_path: Path, out: Path, seed: int) -> int:
+def run(args: DriverArgs) -> None:
+    phase, data, inputs_path, seed = args.phase, args.data, args.inputs, args.seed
     warm_up_torch()  # once here, so every child starts with torch loaded (CUDA is left untouched)
     params = read_params(HERE / "params.json")
     eval_inputs = read_npz(inputs_path, ("id", "x"))
@@ -85,33 +87,17 @@ def run(phase: str, data: Path, inputs_path: Path, out: Path, seed: int) -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
-    out.mkdir(parents=True, exist_ok=True)
-    rows = [f"{split},{i},{label}" for split, labels in enumerate(predictions)
-            for i, label in zip(eval_inputs["id"].tolist(), labels.tolist())]
-    tmp = out / ".predictions.csv.tmp"
-    tmp.write_text("after_split,id,label\n" + "\n".join(rows) + "\n")
-    os.replace(tmp, out / "predictions.csv")
+    ids = eval_inputs["id"]
+    write_predictions(args.out, pd.DataFrame({"after_split": np.repeat(np.arange(len(predictions)), len(ids)),
+                                              "id": np.tile(ids, len(predictions)),
+                                              "label": np.concatenate(predictions)}))
     print(f"[{phase}] wrote predictions after {len(predictions)} splits in {time.perf_counter() - started:.1f} s",
           flush=True)
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Run learner.py through the class-incremental splits.")
-    parser.add_argument("--phase", choices=["val", "test"], required=True)
-    parser.add_argument("--data", type=Path, required=True, help="public data dir")
-    parser.add_argument("--test-inputs", type=Path, help="dir with test_inputs.npz (test phase only)")
-    parser.add_argument("--out", type=Path, required=True, help="where predictions.csv is written")
-    parser.add_argument("--seed", type=int, default=0, help="seeds the learner's randomness")
-    args = parser.parse_args(argv)
-    if args.phase == "test" and args.test_inputs is None:
-        parser.error("--phase test needs --test-inputs")
-    inputs = args.data / "val_inputs.npz" if args.phase == "val" else args.test_inputs / "test_inputs.npz"
-    try:
-        return run(args.phase, args.data.resolve(), inputs.resolve(), args.out, args.seed)
-    except DriverError as exc:
-        print(f"driver error: {exc}", file=sys.stderr)
-        return 1
+    return driver_main(run, "Run learner.py through the class-incremental splits.", inputs="{phase}_inputs.npz",
+                       seed_help="seeds the learner's randomness", argv=argv)
 
 
 if __name__ == "__main__":

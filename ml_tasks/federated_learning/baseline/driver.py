@@ -3,14 +3,14 @@
     python driver.py --phase val  --data <public> --out <output> [--seed N]
     python driver.py --phase test --data <public> --test-inputs <dir> --out <output> [--seed N]
 
-The harness restores this file (and isolation.py) before every run. It owns the federation:
+The harness restores this file before every run. It owns the federation:
 
 - ROUNDS communication rounds (one: communication is the bottleneck); in each, CLIENTS_PER_ROUND of
   the N_CLIENTS clients, drawn by the driver from the run's seed, train on their own shard;
 - every agent call (`init_model`, `client_update`, `server_aggregate`, `predict` from the editable
-  fedlearn.py) runs in a fresh child process (isolation.py) that holds only what that party may see:
-  a client its own shard, the broadcast model and its own private state; the server the updates,
-  the shard sizes and its own state. No process can read the data folders once agent code runs;
+  fedlearn.py) runs in a fresh child process (`run_isolated`, from the harness's read-only
+  `task_runtime.isolation`) that holds only what that party may see: a client its own shard, the
+  broadcast model and its own private state; the server the updates, the shard sizes and its own state. No process can read the data folders once agent code runs;
 - every message and state is a dict of numeric arrays under a budget of numbers, checked here.
 
 It writes `<out>/predictions.csv` (id, label): the final global model's class for every input.
@@ -19,8 +19,6 @@ Nothing printed here is parsed as a metric.
 
 from __future__ import annotations
 
-import argparse
-import os
 import shutil
 import sys
 import tempfile
@@ -29,11 +27,14 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+
+from task_runtime import (DriverArgs, DriverError, IsolationError, as_arrays, as_labels, driver_main, load_arrays,
+                          load_labels, pick_device, read_npz, read_params, run_isolated, seed_everything,
+                          warm_up_torch, write_predictions)
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from isolation import (DriverError, IsolationError, as_arrays, as_labels, load_arrays, load_labels,  # noqa: E402,I001
-                       pick_device, read_npz, read_params, run_isolated, seed_everything, warm_up_torch)  # noqa: E402
 
 N_CLIENTS = 10
 ROUNDS = 1  # one-shot: each client sends one message, the server answers with the final model
@@ -186,7 +187,8 @@ class Federation:
         return self.predict(model, x_eval)
 
 
-def run(phase: str, data: Path, inputs_path: Path, out: Path, seed: int) -> int:
+def run(args: DriverArgs) -> None:
+    phase, data, inputs_path, seed = args.phase, args.data, args.inputs, args.seed
     warm_up_torch()  # once here, so every child starts with torch loaded (CUDA is left untouched)
     params = read_params(HERE / "params.json")
     eval_inputs = read_npz(inputs_path, ("id", "x"))
@@ -198,32 +200,15 @@ def run(phase: str, data: Path, inputs_path: Path, out: Path, seed: int) -> int:
         raise DriverError(str(exc)) from None
     finally:
         shutil.rmtree(federation.scratch, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / ".predictions.csv.tmp"
-    rows = [f"{i},{label}" for i, label in zip(eval_inputs["id"].tolist(), labels.tolist())]
-    tmp.write_text("id,label\n" + "\n".join(rows) + "\n")
-    os.replace(tmp, out / "predictions.csv")
+    write_predictions(args.out, pd.DataFrame({"id": eval_inputs["id"], "label": labels}))
     print(f"[{phase}] wrote predictions after {ROUNDS} round(s) ({federation.calls} isolated calls) in "
           f"{time.perf_counter() - started:.1f} s", flush=True)
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Simulate federated training of fedlearn.py over the clients.")
-    parser.add_argument("--phase", choices=["val", "test"], required=True)
-    parser.add_argument("--data", type=Path, required=True, help="public data dir")
-    parser.add_argument("--test-inputs", type=Path, help="dir with test_inputs.npz (test phase only)")
-    parser.add_argument("--out", type=Path, required=True, help="where predictions.csv is written")
-    parser.add_argument("--seed", type=int, default=0, help="seeds client sampling and the agent's randomness")
-    args = parser.parse_args(argv)
-    if args.phase == "test" and args.test_inputs is None:
-        parser.error("--phase test needs --test-inputs")
-    inputs = args.data / "val_inputs.npz" if args.phase == "val" else args.test_inputs / "test_inputs.npz"
-    try:
-        return run(args.phase, args.data.resolve(), inputs.resolve(), args.out, args.seed)
-    except DriverError as exc:
-        print(f"driver error: {exc}", file=sys.stderr)
-        return 1
+    return driver_main(run, "Simulate federated training of fedlearn.py over the clients.",
+                       inputs="{phase}_inputs.npz", seed_help="seeds client sampling and the agent's randomness",
+                       argv=argv)
 
 
 if __name__ == "__main__":
