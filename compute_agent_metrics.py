@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.errors import UserError
-from benchmark.inert_text import inert
+from benchmark.common.errors import UserError
+from benchmark.common.inert_text import inert
 from benchmark.scoring.keys import GROUP_KEYS
 from benchmark.scoring.ranges import MODES
 

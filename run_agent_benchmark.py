@@ -23,17 +23,17 @@ from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from hydra.types import RunMode  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-from benchmark.config import register_configs  # noqa: E402
-from benchmark.errors import InfrastructureFailure, UserError  # noqa: E402
-from benchmark.inert_text import inert  # noqa: E402
-from benchmark.plugins import get_registry  # noqa: E402
-from benchmark.sweep import print_job_configs  # noqa: E402
-from benchmark.sweep_table import print_sweep_table  # noqa: E402
+from benchmark.common.errors import InfrastructureFailure, UserError  # noqa: E402
+from benchmark.common.inert_text import inert  # noqa: E402
+from benchmark.launch.sweep import print_job_configs  # noqa: E402
+from benchmark.launch.sweep_table import print_sweep_table  # noqa: E402
+from benchmark.plugins.manager import get_registry  # noqa: E402
+from benchmark.run.config import register_configs  # noqa: E402
 
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="config")
 def main(cfg: DictConfig) -> None:
-    from benchmark.engine import run_benchmark
+    from benchmark.run.engine import run_benchmark
 
     try:
         run_benchmark(cfg, get_registry())

@@ -19,18 +19,18 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 
 
 def _known_tasks() -> dict[str, Path]:
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
 
     return dict(sorted(get_registry().tasks.items()))
 
 
 def _list(tasks: dict[str, Path]) -> None:
-    from benchmark.task import load_task
-    from benchmark.workspace import workspace_status
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import workspace_status
 
     if not tasks:
         print("no tasks registered")
@@ -47,8 +47,8 @@ def _list(tasks: dict[str, Path]) -> None:
 
 def _setup(names: list[str], tasks: dict[str, Path], force: bool, skip_requirements: bool,
            downloads: bool = False) -> None:
-    from benchmark.task import load_task
-    from benchmark.workspace import ensure_requirements, prepare
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import ensure_requirements, prepare
 
     _require_known(names, tasks)
     specs = [load_task(tasks[name]) for name in dict.fromkeys(names)]  # validate all before doing anything
@@ -59,7 +59,7 @@ def _setup(names: list[str], tasks: dict[str, Path], force: bool, skip_requireme
 
 
 def _require_known(names: list[str], tasks: dict[str, Path]) -> None:
-    from benchmark.builtin_plugin import TASKS_PATH_ENV
+    from benchmark.plugins.builtin import TASKS_PATH_ENV
 
     unknown = [n for n in names if n not in tasks]
     if unknown:
@@ -70,9 +70,9 @@ def _require_known(names: list[str], tasks: dict[str, Path]) -> None:
 
 def _check(names: list[str], tasks: dict[str, Path], skip_requirements: bool, reference: bool = False) -> int:
     """Run every check on each task; print a table per task; 0 when all pass, else 1."""
-    from benchmark.task import load_task
-    from benchmark.task_check import check_task
-    from benchmark.workspace import ensure_requirements
+    from benchmark.authoring.task_check import check_task
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import ensure_requirements
 
     _require_known(names, tasks)
     failed: list[str] = []
@@ -95,7 +95,7 @@ def _check(names: list[str], tasks: dict[str, Path], skip_requirements: bool, re
 
 
 def _new(name: str, template: str, dest: str | None) -> None:
-    from benchmark.task_template import create_task
+    from benchmark.authoring.task_template import create_task
 
     folder = create_task(name, template=template, dest=Path(dest) if dest else None)
     print(f"created {folder} from the '{template}' template; fill in the TODOs, then run "
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _suite(name: str) -> list[str]:
-    from benchmark.suites import suite_tasks
+    from benchmark.tasks.suites import suite_tasks
 
     return suite_tasks(name)
 

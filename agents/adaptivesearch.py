@@ -42,10 +42,10 @@ from agents import operators, prompts
 from agents.autoresearch import KEEP, AutoresearchConfig, Lane, idea_job, lane_action, lane_of, log_rows, replay
 from agents.text import Section, summarize
 from agents.tree import ROOT
-from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.journal import OK, Node, NodeStore
-from benchmark.plugins import hookimpl
-from benchmark.task import TaskSpec
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
+from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import OK, Node, NodeStore
+from benchmark.tasks.manifest import TaskSpec
 
 P1 = "p1"
 GUIDES = {

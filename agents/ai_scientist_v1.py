@@ -33,10 +33,10 @@ from agents import operators, prompts
 from agents.prompts import PromptConfig
 from agents.text import Section, head_lines
 from agents.tree import ROOT
-from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.journal import OK, Node, NodeStore
-from benchmark.plugins import hookimpl
-from benchmark.task import TaskSpec
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
+from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import OK, Node, NodeStore
+from benchmark.tasks.manifest import TaskSpec
 
 COMPLETED = "ALL_COMPLETED"
 NOTES_RE = re.compile(r"<notes>(.*?)</notes>", re.DOTALL | re.IGNORECASE)

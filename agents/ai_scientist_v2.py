@@ -31,10 +31,10 @@ from agents.ai_scientist_v1 import known_ideas
 from agents.prompts import PromptConfig
 from agents.text import Section
 from agents.tree import ROOT, action_from_json, action_to_json, debug_depth, is_leaf
-from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.journal import OK, Node, NodeStore
-from benchmark.plugins import hookimpl
-from benchmark.task import Metric, TaskSpec
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
+from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import OK, Node, NodeStore
+from benchmark.tasks.manifest import Metric, TaskSpec
 
 STAGES = ("basic", "hyperparameter_tuning", "creative_research", "ablation_refinement")
 GOALS = (

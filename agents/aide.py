@@ -21,10 +21,10 @@ from typing import Callable
 from agents import operators
 from agents.prompts import PromptConfig
 from agents.tree import ROOT, debug_depth, is_leaf
-from benchmark.agent_api import Action, Agent, AgentSpec, StatelessPolicy
-from benchmark.journal import NodeStore
-from benchmark.plugins import hookimpl
-from benchmark.task import TaskSpec
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec, StatelessPolicy
+from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import NodeStore
+from benchmark.tasks.manifest import TaskSpec
 
 
 @dataclass

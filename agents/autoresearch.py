@@ -27,10 +27,10 @@ from typing import Callable
 from agents import operators, prompts
 from agents.prompts import PromptConfig
 from agents.tree import ROOT, debug_depth, is_leaf
-from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
-from benchmark.journal import OK, Node, NodeStore
-from benchmark.plugins import hookimpl
-from benchmark.task import TaskSpec
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
+from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import OK, Node, NodeStore
+from benchmark.tasks.manifest import TaskSpec
 
 KEEP, DISCARD, CRASH = "keep", "discard", "crash"
 MAIN = "main"

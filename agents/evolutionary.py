@@ -27,10 +27,10 @@ from typing import Any, Callable
 from agents import operators
 from agents.prompts import PromptConfig
 from agents.tree import ROOT, action_from_json, action_to_json, debug_depth, retry_debug
-from benchmark.agent_api import Action, Agent, AgentSpec
-from benchmark.journal import OK, Node, NodeStore
-from benchmark.plugins import hookimpl
-from benchmark.task import Metric, TaskSpec
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec
+from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import OK, Node, NodeStore
+from benchmark.tasks.manifest import Metric, TaskSpec
 
 
 @dataclass

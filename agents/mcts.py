@@ -28,10 +28,10 @@ from agents import operators
 from agents.prompts import PromptConfig
 from agents.tree import (ROOT, action_from_json, action_to_json, debug_depth, path_to_root, pending_children,
                          retry_debug)
-from benchmark.agent_api import Action, Agent, AgentSpec
-from benchmark.journal import OK, Node, NodeStore
-from benchmark.plugins import hookimpl
-from benchmark.task import Metric, TaskSpec
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec
+from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import OK, Node, NodeStore
+from benchmark.tasks.manifest import Metric, TaskSpec
 
 
 @dataclass

@@ -34,11 +34,11 @@ from agents import operators, prompts
 from agents.prompts import PromptConfig
 from agents.text import Section, assemble, diff_stats, head_lines, summarize
 from agents.tree import ROOT
-from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.edits import format_instructions, unified_diff
-from benchmark.journal import OK, Node, NodeStore
-from benchmark.plugins import hookimpl
-from benchmark.task import Metric, TaskSpec
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
+from benchmark.plugins.edits import format_instructions, unified_diff
+from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import OK, Node, NodeStore
+from benchmark.tasks.manifest import Metric, TaskSpec
 
 @dataclass
 class OpenEvolveConfig(PromptConfig):

@@ -17,9 +17,9 @@ from typing import Any, Callable, Sequence
 from agents import prompts
 from agents.prompts import PromptConfig
 from agents.text import Section, is_library_frame, assemble, diff_stats, head_lines, summarize
-from benchmark.agent_api import Action, Analysis, Analyzer, OpContext, Operator, Proposal
-from benchmark.edits import apply_edits
-from benchmark.journal import Node
+from benchmark.plugins.agent_api import Action, Analysis, Analyzer, OpContext, Operator, Proposal
+from benchmark.plugins.edits import apply_edits
+from benchmark.records.journal import Node
 
 EDIT_ROLES = ("draft", "improve", "debug", "crossover")
 

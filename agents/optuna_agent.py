@@ -12,11 +12,11 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
-from benchmark.errors import UserError
-from benchmark.journal import Node, NodeStore
-from benchmark.plugins import hookimpl
-from benchmark.task import TaskSpec
+from benchmark.common.errors import UserError
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
+from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import Node, NodeStore
+from benchmark.tasks.manifest import TaskSpec
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 What a strong LLM asked for, and where it lives: numbers instead of words for limits (`setup`), the
 latest attempts with what each changed and every metric (`attempts`), output tails cut at line
-boundaries with tracebacks kept (`text.tail_lines`), a data preview (`benchmark.data_preview`),
+boundaries with tracebacks kept (`text.tail_lines`), a data preview (`benchmark.tasks.data_preview`),
 harness files in full once and then as an outline (`harness`), and a character budget that shrinks
 the least important sections first (`text.assemble`).
 """
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from agents.runtime_api import runtime_api
 from agents.text import Section, diff_stats, head_lines, outline_python, summarize, tail_lines
-from benchmark.data_preview import preview
-from benchmark.journal import OK, Node
+from benchmark.records.journal import OK, Node
+from benchmark.tasks.data_preview import preview
 
 if TYPE_CHECKING:
-    from benchmark.agent_api import OpContext
+    from benchmark.plugins.agent_api import OpContext
 
 SYSTEM = (
     "You are an experienced machine-learning researcher improving a research codebase through experiments. "
@@ -309,7 +309,7 @@ def solution_section(ctx: OpContext, node: Node, cfg: PromptConfig, label: str) 
 
 
 def job_section(ctx: OpContext, role: str, cfg: PromptConfig, parent: Node, job: str | None = None) -> Section:
-    from benchmark.edits import format_instructions
+    from benchmark.plugins.edits import format_instructions
 
     job = job or JOBS[role].format(metric=ctx.task.metric.name, reason=parent.bug_reason or "error")
     text = f"{job}\n\n{RESPONSE}\n\n{format_instructions(cfg.edit_format)}{_token_note(ctx, role, parent)}"

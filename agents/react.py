@@ -4,7 +4,7 @@ Each turn the LLM replies with one JSON action, any combination of fields, appli
 order: `files_to_write` (full contents of editable files; SEARCH/REPLACE blocks after the JSON work
 too), `command` (one bash command the harness runs in the val sandbox over the current files: public
 data only, no labels, no test inputs, no network; its time is charged to the compute budget,
-benchmark/commands.py), `submit_eval` (skipped if that command failed: the files become one
+benchmark/run/commands.py), `submit_eval` (skipped if that command failed: the files become one
 experiment, val phase plus evaluator), `done` (the conversation ends). An invalid reply is a
 recorded failed turn, answered with the error.
 
@@ -28,11 +28,11 @@ from agents import prompts
 from agents.prompts import PromptConfig
 from agents.text import Section, assemble, head_lines, summarize, tail_lines
 from agents.tree import ROOT
-from benchmark.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
-from benchmark.edits import apply_edits, format_instructions
-from benchmark.journal import Node, NodeStore
-from benchmark.plugins import hookimpl
-from benchmark.task import TaskSpec
+from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
+from benchmark.plugins.edits import apply_edits, format_instructions
+from benchmark.plugins.manager import hookimpl
+from benchmark.records.journal import Node, NodeStore
+from benchmark.tasks.manifest import TaskSpec
 
 
 @dataclass

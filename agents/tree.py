@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmark.agent_api import Action
-from benchmark.journal import Node, NodeStore
+from benchmark.plugins.agent_api import Action
+from benchmark.records.journal import Node, NodeStore
 
 ROOT = "0000"  # the baseline node every run starts from
 

@@ -2,7 +2,7 @@
 
 The command line is read with Hydra's own parser; each job it describes (one, or every job of a `-m`
 sweep) is composed once with Hydra's compose API and checked like a run checks itself at start-up
-(benchmark/preflight.py); any error is translated here. Only when all succeed does the real
+(benchmark/run/preflight.py); any error is translated here. Only when all succeed does the real
 @hydra.main run (which then cannot fail on the same input).
 """
 
@@ -16,11 +16,12 @@ from typing import Any, Callable, NoReturn
 
 from omegaconf import OmegaConf
 
-from benchmark.errors import UserError
-from benchmark.inert_text import inert
-from benchmark.sweep import Invocation, describe, expand, launcher_job_problem, launcher_problem, parse
+from benchmark.common.errors import UserError
+from benchmark.common.inert_text import inert
+from benchmark.common.paths import REPO_ROOT
+from benchmark.launch.sweep import Invocation, describe, expand, launcher_job_problem, launcher_problem, parse
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+CONFIG_DIR = REPO_ROOT / "configs"
 GROUPS = ("agent", "task", "executor", "llm")
 ENV_DEFAULTS = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HYDRA_FULL_ERROR": "0"}
 
@@ -96,8 +97,8 @@ def prevalidate(argv: list[str]) -> Invocation:
     """Compose every job the command line describes (one, or each job of a `-m` sweep) the way Hydra
     will and run the start-up checks on it; exit 2 with one line on the first problem, before any
     job starts."""
-    from benchmark.plugins import get_registry
-    from benchmark.preflight import preflight
+    from benchmark.plugins.manager import get_registry
+    from benchmark.run.preflight import preflight
 
     invocation = parse(argv, fail)
     if invocation.passthrough:

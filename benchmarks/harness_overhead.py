@@ -35,11 +35,11 @@ def measure(steps: int, results: Path) -> tuple[list[float], dict]:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from benchmark.config import register_configs
-    from benchmark.engine import run_benchmark
-    from benchmark.plugins import get_registry
-    from benchmark.task import load_task
-    from benchmark.workspace import prepare
+    from benchmark.plugins.manager import get_registry
+    from benchmark.run.config import register_configs
+    from benchmark.run.engine import run_benchmark
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import prepare
 
     registry = get_registry()
     register_configs(registry)

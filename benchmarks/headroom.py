@@ -57,8 +57,8 @@ def achievement(score: float | None, floor: float, target: float) -> float | Non
 
 
 def run_trial(task: str, seed: int, factor: float, results_dir: Path) -> Trial:
-    from benchmark.plugins import get_registry
-    from benchmark.task import load_task
+    from benchmark.plugins.manager import get_registry
+    from benchmark.tasks.manifest import load_task
 
     spec = load_task(get_registry().tasks[task])
     budget = spec.budget
@@ -135,9 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-    from benchmark.errors import UserError
-    from benchmark.plugins import get_registry
-    from benchmark.suites import suite_tasks
+    from benchmark.common.errors import UserError
+    from benchmark.plugins.manager import get_registry
+    from benchmark.tasks.suites import suite_tasks
 
     try:
         known = get_registry().tasks

@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 
 
 def report(run_dir: Path, show: str | None) -> None:
-    from benchmark.journal import BlobStore
+    from benchmark.records.journal import BlobStore
 
     blobs = BlobStore(run_dir / "blobs")
     records = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
@@ -49,9 +49,9 @@ def demo(agent: str) -> Path:
     from hydra.core.global_hydra import GlobalHydra
 
     from benchmark.cli import CONFIG_DIR
-    from benchmark.config import register_configs
-    from benchmark.engine import run_benchmark
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
+    from benchmark.run.config import register_configs
+    from benchmark.run.engine import run_benchmark
 
     register_configs(get_registry())
     results = Path(tempfile.mkdtemp(prefix="prompt-sizes-"))

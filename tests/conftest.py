@@ -52,9 +52,9 @@ def workspace_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _prepared(name: str):
-    from benchmark.plugins import get_registry
-    from benchmark.task import load_task
-    from benchmark.workspace import prepare
+    from benchmark.plugins.manager import get_registry
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import prepare
 
     return prepare(load_task(get_registry().tasks[name]), log=lambda *a: None)
 
@@ -113,8 +113,8 @@ def compose(*overrides: str):
     from hydra.core.global_hydra import GlobalHydra
 
     from benchmark.cli import CONFIG_DIR
-    from benchmark.config import register_configs
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
+    from benchmark.run.config import register_configs
 
     register_configs(get_registry())
     GlobalHydra.instance().clear()
@@ -129,8 +129,8 @@ def run_inprocess(*overrides: str, **updates):
     """Compose, apply non-CLI-friendly values (e.g. scripted LLM replies), run; returns (summary, output)."""
     from omegaconf import OmegaConf
 
-    from benchmark.engine import run_benchmark
-    from benchmark.plugins import get_registry
+    from benchmark.plugins.manager import get_registry
+    from benchmark.run.engine import run_benchmark
 
     cfg = compose(*overrides)
     for key, value in updates.items():

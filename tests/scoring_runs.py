@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark.journal import OK, BlobStore, Journal, Node, write_json_atomic
+from benchmark.records.journal import OK, BlobStore, Journal, Node, write_json_atomic
 
 
 @dataclass

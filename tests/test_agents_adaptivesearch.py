@@ -11,8 +11,8 @@ import pytest
 
 from agents.adaptivesearch import AdaptiveSearchConfig, AdaptiveSearchPolicy, displacement_stats, embed
 from agents.tree import ROOT
-from benchmark.plugins import get_registry
-from benchmark.task import Budget, load_task
+from benchmark.plugins.manager import get_registry
+from benchmark.tasks.manifest import Budget, load_task
 from trees import Tree
 
 CODE = "def predict(x):\n    return model.fit(x, y).predict(x)\n"

@@ -12,11 +12,11 @@ from agents.ai_scientist_v1 import AIScientistV1Config, AIScientistV1Policy, not
 from agents.ai_scientist_v2 import AIScientistV2Config, AIScientistV2Policy, split_budget
 from agents.operators import ideate
 from agents.tree import ROOT
-from benchmark.agent_api import OpContext
-from benchmark.journal import OK
-from benchmark.llm import LLMCall
-from benchmark.plugins import get_registry
-from benchmark.task import load_task
+from benchmark.llm.accounting import LLMCall
+from benchmark.plugins.agent_api import OpContext
+from benchmark.plugins.manager import get_registry
+from benchmark.records.journal import OK
+from benchmark.tasks.manifest import load_task
 from trees import ScriptedRng, Tree
 
 
@@ -206,7 +206,7 @@ def test_v2_waits_for_the_stage_results_before_moving_on(tmp_path) -> None:
 
 def test_v1_run_carries_notes_and_all_completed_ends_the_idea_without_an_experiment(tmp_path) -> None:
     from agents.ai_scientist_v1 import run
-    from benchmark.llm import LLMConfig
+    from benchmark.llm.config import LLMConfig
 
     tree, task = Tree(tmp_path), _toy()
     files = {rel: tree.store.blobs.put((task.code_dir / rel).read_text()) for rel in ("model.py", "params.json")}
@@ -226,6 +226,6 @@ def test_v1_run_carries_notes_and_all_completed_ends_the_idea_without_an_experim
 
 
 def _action(hints: dict):
-    from benchmark.agent_api import Action
+    from benchmark.plugins.agent_api import Action
 
     return Action("run", ("0001",), hints)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents.openevolve import OpenEvolveConfig, OpenEvolvePolicy, code_distance, code_stats
-from benchmark.journal import Node
+from benchmark.records.journal import Node
 from conftest import FIXTURES, finished_at_least, journal_records, kill_run_when, run_inprocess
 from trees import Tree
 

@@ -17,12 +17,12 @@ from typing import Iterator
 
 import pytest
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
+from benchmark.common.safefs import remove_tree
 from benchmark.executors import Job, Limits, LocalExecutor, LocalExecutorConfig
 from benchmark.executors import sandbox as sandbox_mod
 from benchmark.executors.cgroups import JobCgroup
 from benchmark.executors.output import CappedWriter
-from benchmark.safefs import remove_tree
 from tests.executor_conformance import (
     BACKGROUND_WRITER,
     BUSY_FOREVER,

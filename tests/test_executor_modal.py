@@ -14,12 +14,12 @@ from typing import Iterator
 
 import pytest
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.executors import sandbox as sandbox_mod
 from benchmark.executors.base import Executor, Job, Limits
 from benchmark.executors.modal_backend import DATA_MOUNT, PRIVATE_MOUNT, RUN_TAG, ModalExecutor, ModalExecutorConfig
 from benchmark.executors.modal_image import gpu_string, image_spec, modal_credentials_problem, pin
-from benchmark.task import Requirement
+from benchmark.tasks.manifest import Requirement
 from tests.executor_conformance import ExecutorConformance, make_job, run
 from tests.modal_standin import StandInModal
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmark import workspace as ws
-from benchmark.errors import UserError
-from benchmark.task import load_task
-from benchmark.task_check import PASS, check_task
+from benchmark.authoring.task_check import PASS, check_task
+from benchmark.common.errors import UserError
+from benchmark.tasks import workspace as ws
+from benchmark.tasks.manifest import load_task
 from tests.conftest import FIXTURES, run_cli
 
 LINE = FIXTURES / "check_tasks" / "line"

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.display import Display, RichDisplay, Stats
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.inert_text import (JOB_OUTPUT_BYTES, MAX_METRICS, METRIC_NAME, csv_safe, inert, install_log_filter,
+from benchmark.run.display import Display, RichDisplay, Stats
+from benchmark.common.inert_text import (JOB_OUTPUT_BYTES, MAX_METRICS, METRIC_NAME, csv_safe, inert, install_log_filter,
                                   job_output)
-from benchmark.journal import OK, BlobStore, Journal, Node
+from benchmark.records.journal import OK, BlobStore, Journal, Node
 from conftest import MetricsAddedAfterEvaluation, journal_records, run_cli
 
 TITLE = "\x1b]0;pwned title\x07"
@@ -147,7 +147,7 @@ def _number(cell: str) -> bool:
 
 def _execute(toy, tmp_path: Path, model: str, long_name: int) -> tuple[Node, BlobStore]:
     """One experiment of the toy task with this model.py, through StepRunner and the real executor."""
-    from benchmark.worker import StepRunner
+    from benchmark.run.worker import StepRunner
 
     spec = toy.spec
     blobs = BlobStore(tmp_path / "blobs")

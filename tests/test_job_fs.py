@@ -20,7 +20,7 @@ import pytest
 from benchmark.executors.base import Job
 from benchmark.executors.job_fs import place_of, relocate_arg
 from benchmark.executors.local import LocalExecutor
-from benchmark.experiment import OUTPUT_PLACE, run_phase
+from benchmark.run.experiment import OUTPUT_PLACE, run_phase
 from conftest import REPO
 
 CAP = 32 << 20  # the disk limit of the jobs below
@@ -239,7 +239,7 @@ def test_the_job_disk_is_charged_to_the_job_memory(executor, tmp_path: Path) -> 
 def test_without_a_sandbox_the_placeholders_keep_their_host_paths(toy, tmp_path: Path) -> None:
     """sandbox=none cannot relocate: the job runs where the harness put it, and agents are told so."""
     from benchmark.executors.local import LocalExecutorConfig
-    from benchmark.experiment import data_path_in_jobs
+    from benchmark.run.experiment import data_path_in_jobs
 
     model = 'import os\nprint("cwd", os.getcwd())\ndef predict(x, params):\n    return x\n'
     with LocalExecutor(LocalExecutorConfig(sandbox="none")) as bare:

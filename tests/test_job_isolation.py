@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.executors import Limits, LocalExecutor, LocalExecutorConfig
 from benchmark.executors.job_uids import JOB_USER, JobUids, uids_with_processes
 from benchmark.executors.no_userns import no_userns_program

@@ -13,8 +13,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything
 
 import pytest
 
-from benchmark.errors import BudgetExhausted, InfrastructureFailure, UserError
-from benchmark.llm import LLMCall, LLMClient, LLMConfig, Usage, missing_credentials
+from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, UserError
+from benchmark.llm.accounting import LLMCall, Usage
+from benchmark.llm.client import LLMClient, missing_credentials
+from benchmark.llm.config import LLMConfig
 
 from llm_server import (
     BAD_REQUEST,
@@ -268,7 +270,7 @@ def test_missing_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_import_does_not_load_litellm() -> None:
-    code = "import sys, benchmark.llm; assert 'litellm' not in sys.modules, 'litellm imported'"
+    code = "import sys, benchmark.llm.client; assert 'litellm' not in sys.modules, 'litellm imported'"
     env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -278,7 +280,7 @@ def test_import_does_not_load_litellm() -> None:
 
 
 def test_operator_overrides_pick_model_and_limits(llm_server: StubLLMServer) -> None:
-    from benchmark.llm import OperatorLLMConfig
+    from benchmark.llm.config import OperatorLLMConfig
 
     cfg = stub_cfg(llm_server, operators={"analyze": OperatorLLMConfig(model="openai/cheap-model", max_tokens=50,
                                                                       temperature=0.9)})

@@ -15,7 +15,7 @@ from conftest import FIXTURES, REPO, run_cli
 
 
 def test_every_hook_is_documented_with_its_exact_signature() -> None:
-    from benchmark.plugins import HookSpecs
+    from benchmark.plugins.manager import HookSpecs
 
     docs = (REPO / "docs" / "plugins.md").read_text()
     hooks = [name for name in vars(HookSpecs) if name.startswith("researchbench_")]
@@ -54,7 +54,7 @@ def test_plugin_agent_config_is_validated(plugin_site: Path) -> None:
 
 
 def test_a_raising_hook_is_skipped_not_fatal() -> None:
-    from benchmark.plugins import get_registry, hookimpl
+    from benchmark.plugins.manager import get_registry, hookimpl
 
     class Tracker:
         calls = 0

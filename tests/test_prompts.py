@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from agents.text import Section, assemble, diff_stats, head_lines, outline_python, summarize, tail_lines
-from benchmark import data_preview
+from benchmark.tasks import data_preview
 
 LIB = '  File "/usr/lib/python3.11/site-packages/numpy/core.py", line {n}, in inner{n}\n    return f(x)\n'
 TRACE = ("step 1 done\n" * 50 + "Traceback (most recent call last):\n"

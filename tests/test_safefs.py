@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmark.common.safefs import UnsafeOutput, discard_tree, read_regular_file, remove_tree, tree_usage
 from benchmark.executors.output import CappedWriter
-from benchmark.safefs import UnsafeOutput, discard_tree, read_regular_file, remove_tree, tree_usage
 
 CAP = 1024
 

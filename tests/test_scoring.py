@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.scoring import comparisons, farbench, operators, process, tables
 from benchmark.scoring.normalize import achievement, fml_ni, unclipped
 from benchmark.scoring.ranges import manifest_range

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmark.display import Display
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.journal import OK, BlobStore, Journal, Node
+from benchmark.records.journal import OK, BlobStore, Journal, Node
+from benchmark.run.display import Display
 from conftest import MetricsAddedAfterEvaluation
 
 
 def test_non_finite_secondary_metrics_never_reach_the_journal(toy, tmp_path: Path) -> None:
-    from benchmark.worker import StepRunner
+    from benchmark.run.worker import StepRunner
 
     spec = toy.spec
     with LocalExecutor(LocalExecutorConfig()) as real:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.scoring import comparisons, tables
 from benchmark.scoring.selection import select_runs
 from benchmark.scoring.stats import pairs_for_power

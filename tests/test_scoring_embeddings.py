@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.scoring.embeddings import EmbeddingUnavailable, Embedder, embed_runs, pooled
 from benchmark.scoring.pipeline import Options, score
 from benchmark.scoring.selection import select_runs

@@ -13,7 +13,7 @@ from benchmark.scoring import process, tables
 from benchmark.scoring.normalize import fml_ni
 from benchmark.scoring.ranges import FML_RANGE_META, UNMAPPED, fml_row, manifest_range, resolve
 from benchmark.scoring.runs import MetricInfo, load_run
-from benchmark.task import load_task
+from benchmark.tasks.manifest import load_task
 from scoring_runs import Step, write_run
 
 REPO = Path(__file__).resolve().parents[1]

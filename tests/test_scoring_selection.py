@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.scoring import comparisons, tables
 from benchmark.scoring.keys import llm_source
 from benchmark.scoring.selection import select_runs

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.executors import sandbox
-from benchmark.experiment import phase_job
-from benchmark.shipped_data import shipped_data_paths
+from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+from benchmark.run.experiment import phase_job
+from benchmark.tasks.shipped_data import shipped_data_paths
 
 PROBE = """
 import gzip, sys

@@ -61,7 +61,7 @@ def test_the_readme_sweep_without_a_key_runs_nothing(toy, tmp_path: Path) -> Non
 
 
 def test_multirun_cfg_job_and_config_dir(toy, tmp_path: Path, capsys) -> None:
-    from benchmark.sweep import print_job_configs
+    from benchmark.launch.sweep import print_job_configs
 
     extra = tmp_path / "conf" / "agent"
     extra.mkdir(parents=True)

@@ -13,8 +13,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from benchmark.errors import UserError
-from benchmark.task import PLACEHOLDERS, load_task, render
+from benchmark.common.errors import UserError
+from benchmark.tasks.manifest import PLACEHOLDERS, load_task, render
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -252,7 +252,7 @@ def test_optional_record_fields_load_and_are_checked(tmp_path):
 
     import yaml
 
-    from benchmark.task import load_task
+    from benchmark.tasks.manifest import load_task
 
     src = Path(__file__).parent / "fixtures" / "tasks" / "toy"
     task = tmp_path / "toy"
@@ -282,7 +282,7 @@ def test_seed_placeholder_carries_the_runs_seed(toy, tmp_path):
     """A phase that asks for {seed} gets the run's seed, as a plain argument."""
     from dataclasses import replace
 
-    from benchmark.experiment import phase_job
+    from benchmark.run.experiment import phase_job
 
     spec = replace(toy.spec, phases={**toy.spec.phases, "val": ("{python}", "driver.py", "--seed", "{seed}")})
     job = phase_job(replace(toy, spec=spec), "val", tmp_path / "scratch" / "0001", 5.0, seed=7)

@@ -1,4 +1,4 @@
-"""Workspace preparation (benchmark.workspace) and the `python setup.py` bootstrap CLI.
+"""Workspace preparation (benchmark.tasks.workspace) and the `python setup.py` bootstrap CLI.
 
 Generic behaviour (idempotence, corruption, staleness, failed prepares) runs on a tiny task written
 into tmp, so it is fast; determinism and the corruption round trip also run once on the real
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmark import workspace as ws
-from benchmark.errors import UserError
-from benchmark.task import Requirement, TaskSpec, load_task
+from benchmark.common.errors import UserError
+from benchmark.tasks import workspace as ws
+from benchmark.tasks.manifest import Requirement, TaskSpec, load_task
 from conftest import HANG_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[1]

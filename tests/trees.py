@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmark.journal import BUGGY, EDIT_FAILED, OK, BlobStore, Node, NodeStore
-from benchmark.task import Metric
+from benchmark.records.journal import BUGGY, EDIT_FAILED, OK, BlobStore, Node, NodeStore
+from benchmark.tasks.manifest import Metric
 
 
 class Tree:

@@ -60,6 +60,11 @@ class Job:
 CPU, WALL = "cpu", "wall"  # JobResult.clock: what the job's timeout_s limited
 
 
+def charged_seconds(seconds: float, cpu_seconds: float | None, clock: str) -> float:
+    """What one experiment or command costs the compute budget: CPU seconds under a CPU-time limit."""
+    return cpu_seconds if clock == CPU and cpu_seconds is not None else seconds
+
+
 @dataclass(frozen=True)
 class JobResult:
     exit_code: int | None  # None when killed for time; negative = killed by that signal

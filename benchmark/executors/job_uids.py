@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.executors.kill_loop import kill_until_gone
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.executors.base import CPU, WALL, Job, JobResult, job_problem
 from benchmark.executors.cgroups import JobCgroup
 from benchmark.executors.cpu_time import ProcessTreeCpu
@@ -62,7 +62,7 @@ from benchmark.executors.sandbox import (
     resolve_sandbox,
     sandbox_layout,
 )
-from benchmark.safefs import tree_usage
+from benchmark.common.safefs import tree_usage
 
 log = logging.getLogger(__name__)
 

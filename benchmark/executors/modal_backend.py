@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.executors.base import Job, JobResult, job_problem
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.executors.modal_image import (

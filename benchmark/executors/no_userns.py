@@ -24,7 +24,7 @@ import functools
 import os
 import tempfile
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 
 CLONE_NEWUSER = 0x10000000
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Optional
 
 import task_runtime
-from benchmark.errors import UserError
+
+from benchmark.common.errors import UserError
 from benchmark.executors.base import Job
 from benchmark.executors.job_fs import JOB_ROOT, STAGE_ROOT, job_places, place_of
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.scoring.normalize import HEADLINE
 from benchmark.scoring.stats import domain_balanced, paired
 from benchmark.scoring.tables import with_variant

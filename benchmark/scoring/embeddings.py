@@ -19,7 +19,7 @@ from typing import Iterable
 
 import numpy as np
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 
 GRAPHCODEBERT = "microsoft/graphcodebert-base"
 # The hub revision loaded when no local model is given. It could not be checked from this machine (no

@@ -5,23 +5,15 @@ of a finished run whose export is missing. The scorer never writes into run dire
 from __future__ import annotations
 
 import shutil
-from pathlib import Path, PurePosixPath
-
+from pathlib import Path
 from typing import Callable
 
+from benchmark.common.safefs import safe_relpath
 from benchmark.scoring.report import run_html
 from benchmark.scoring.runs import RunRecord, load_run
 
 BEST_DIR = "best_solution"
 REPORT = "report.html"
-
-
-def safe_relpath(rel: str) -> PurePosixPath | None:
-    """A journal relpath that stays inside the export dir (recorded paths are untrusted input)."""
-    path = PurePosixPath(rel)
-    if not rel or path.is_absolute() or any(part in ("..", "") for part in path.parts) or "\0" in rel:
-        return None
-    return path
 
 
 def export_best_solution(run: RunRecord) -> Path | None:

@@ -4,7 +4,7 @@ A run's evaluations are its executed search nodes in arrival order, scored by th
 metric (what the agent saw) on the task's floor/target scale. Time fraction of evaluation i:
 tau_i = max(i / I, e_i / H), each clipped to [0, 1], with I the experiment budget and e_i the summed
 experiment seconds so far against H, the compute budget in seconds (both CPU seconds where the run's
-limits were CPU time, benchmark/budget.py).
+limits were CPU time, benchmark/run/budget.py).
 
 Our manifests record floor and target on the hidden test only, so validation scores are placed on
 test-scale anchors; the columns that depend on them carry ON_TEST_ANCHORS in their names (IF and CES
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmark.budget import charged_seconds
+from benchmark.executors.base import charged_seconds
 from benchmark.scoring.normalize import achievement
 from benchmark.scoring.runs import RunRecord, is_ok
 

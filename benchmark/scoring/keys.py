@@ -31,7 +31,7 @@ def _digest(value: Any, length: int = 6) -> str:
 def uses_llm(agent: str) -> bool:
     """Whether the agent asks an LLM (its registered spec); an agent not installed here is assumed to."""
     try:
-        from benchmark.plugins import get_registry
+        from benchmark.plugins.manager import get_registry
 
         spec = get_registry().agents.get(agent)
     except Exception:  # a broken plugin environment must not stop scoring

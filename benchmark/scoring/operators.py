@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from benchmark.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK
+from benchmark.records.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK
 from benchmark.scoring.normalize import NAN
 from benchmark.scoring.runs import BASELINE_ID, RunRecord, is_ok
 

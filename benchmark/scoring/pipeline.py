@@ -13,8 +13,8 @@ from typing import Callable
 
 import pandas as pd
 
-from benchmark.errors import UserError
-from benchmark.inert_text import csv_safe, inert
+from benchmark.common.errors import UserError
+from benchmark.common.inert_text import csv_safe, inert
 from benchmark.scoring import comparisons, keys, tables
 from benchmark.scoring.normalize import HEADLINE_WHY
 from benchmark.scoring.runs import RunRecord
@@ -63,7 +63,7 @@ def markdown(df: pd.DataFrame, index: bool = False) -> str:
 def select(options: Options, warn: Callable[[str], None]) -> Selection:
     tasks = list(options.tasks)
     if options.suite:
-        from benchmark.suites import suite_tasks
+        from benchmark.tasks.suites import suite_tasks
 
         suite = suite_tasks(options.suite)
         tasks = [t for t in suite if t in tasks] if tasks else suite

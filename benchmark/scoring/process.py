@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.journal import Node
+from benchmark.records.journal import Node
 from benchmark.scoring.normalize import NAN, fml_ni
 from benchmark.scoring.ranges import NIRange
 from benchmark.scoring.runs import RunRecord, is_ok

@@ -3,7 +3,7 @@ tree, every node's plan, analysis, diff, metrics, output, prompts and replies, t
 
 Pages open offline from disk: styles inline, plots as data: URIs, no scripts at all. Everything shown
 comes from runs of hostile agent code, so every string is made inert (no NUL, ESC or other control
-characters, benchmark/inert_text.py) and HTML-escaped, and a Content-Security-Policy
+characters, benchmark/common/inert_text.py) and HTML-escaped, and a Content-Security-Policy
 forbids scripts and remote loads outright, so even a missed escape could not run code or phone home.
 """
 
@@ -15,8 +15,9 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from benchmark.inert_text import inert, map_text
-from benchmark.journal import Node
+from benchmark.common.inert_text import inert, map_text
+from benchmark.common.safefs import safe_relpath
+from benchmark.records.journal import Node
 from benchmark.scoring.runs import RunRecord, is_ok
 
 if TYPE_CHECKING:
@@ -200,8 +201,6 @@ def run_html(run: RunRecord) -> str:
         body.append("<p class='note'>(no valid node)</p>")
     else:
         body.append(f"<p class='note'>node {esc(best.id)}; also exported as best_solution/ in the run directory</p>")
-        from benchmark.scoring.export import safe_relpath
-
         body += [f"<h3>{esc(rel)}{'' if safe_relpath(rel) else ' (not exported: the path leaves the folder)'}</h3>"
                  f"{pre(text, 4 * TEXT_LIMIT)}" for rel, text in run.files(best).items()]
     return page(f"{run.agent} / {run.task} / seed {run.seed}", "\n".join(body))

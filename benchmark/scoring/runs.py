@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from benchmark.errors import UserError
-from benchmark.journal import OK, BlobStore, Node
+from benchmark.common.errors import UserError
+from benchmark.records.journal import OK, BlobStore, Node
 from benchmark.scoring import keys
 
 SKIP_DIRS = {".multirun", "llm_cache", "blobs", "scratch", "best_solution", "metric_reports"}
@@ -186,8 +186,8 @@ def _journal(path: Path) -> tuple[list[Node], dict[str, Any] | None, list[str]]:
 def _manifest_facts(task: str) -> tuple[str, float | None]:
     """Domain and best_possible from the task manifest, for summaries written before they were recorded."""
     try:
-        from benchmark.plugins import get_registry
-        from benchmark.task import load_task
+        from benchmark.plugins.manager import get_registry
+        from benchmark.tasks.manifest import load_task
 
         spec = load_task(get_registry().tasks[task])
         return spec.domain, spec.metric.best_possible

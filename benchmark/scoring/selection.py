@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.scoring.runs import RunRecord, budget_label, find_runs, load_run
 
 FINISHED = "finished"

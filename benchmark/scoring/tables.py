@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchmark.errors import UserError
+from benchmark.common.errors import UserError
 from benchmark.scoring import farbench, operators, ranges
 from benchmark.scoring.keys import GROUP_KEYS, NEVER_POOLED
 from benchmark.scoring.normalize import HEADLINE, achievement, fml_ni, unclipped

@@ -2,5 +2,5 @@
 
 Shipped inside researchbench (the `hydra_plugins` namespace package has no __init__.py, so Hydra's
 plugin scan finds this next to the joblib and submitit launchers). The work is done by
-benchmark/modal_runs.py; docs/modal.md describes it.
+benchmark/launch/modal_runs.py; docs/modal.md describes it.
 """

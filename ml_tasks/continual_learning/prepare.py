@@ -1,6 +1,6 @@
 """Write the continual_learning task's data: sklearn's digits as five class-incremental splits.
 
-Run by `benchmark.workspace.prepare` (never by agent code):
+Run by `benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/continual_learning>
 

@@ -1,6 +1,6 @@
 """Write the fairness task's data: Fair's (1978) affairs survey, shipped offline by statsmodels.
 
-Run by `benchmark.workspace.prepare` (never by agent code):
+Run by `benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/fairness>
 

@@ -1,6 +1,6 @@
 """Write the federated_learning task's data: sklearn's digits spread over 10 non-IID clients.
 
-Run by `benchmark.workspace.prepare` (never by agent code):
+Run by `benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/federated_learning>
 

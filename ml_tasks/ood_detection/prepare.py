@@ -1,7 +1,7 @@
 """Write the ood_detection task's data: digits 0-4 in distribution, unseen digits and natural-image
 patches out of distribution, with different OOD sources for validation and the hidden test.
 
-Run by `benchmark.workspace.prepare` (never by agent code):
+Run by `benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/ood_detection>
 

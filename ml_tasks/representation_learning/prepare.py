@@ -1,6 +1,6 @@
 """Write the representation_learning task's data: sklearn's digits at random places on a 12x12 canvas.
 
-Run by `benchmark.workspace.prepare` (never by agent code):
+Run by `benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/representation_learning>
 

@@ -1,6 +1,6 @@
 """Write the unlearning task's data: a digits classifier trained on data that includes a forget set.
 
-Run by `benchmark.workspace.prepare` (never by agent code):
+Run by `benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/unlearning>
 

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from benchmark import workspace as ws
-from benchmark.task import TaskSpec
+from benchmark.tasks.manifest import TaskSpec
 from task_kit import code_copy, ev, evaluate, phase_args, prepared, run_driver, spec, with_params
 
 TASK = "adversarial_robustness"

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from benchmark import workspace as ws
-from benchmark.task import TaskSpec
+from benchmark.tasks.manifest import TaskSpec
 from task_kit import (baseline_run, code_copy, evaluate_ok, evaluator_rejects, phase_args, prepared, run_driver, spec,
                       task_dir)
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from benchmark import workspace as ws
-from benchmark.task import TaskSpec
+from benchmark.tasks.manifest import TaskSpec
 from task_kit import baseline_run, code_copy, ev, overlay_run, phase_args, prepared, run_driver, spec
 
 TASK = "ood_detection"

@@ -14,10 +14,9 @@ from typing import Any
 from agents import operators
 from agents.prompts import PromptConfig
 from agents.tree import debug_depth, is_leaf
-from benchmark.agent_api import Action, Agent, AgentSpec
-from benchmark.journal import OK, Node, NodeStore
-from benchmark.plugins import hookimpl
-from benchmark.task import TaskSpec
+from benchmark.plugins import Action, Agent, AgentSpec, hookimpl
+from benchmark.records.journal import OK, Node, NodeStore
+from benchmark.tasks.manifest import TaskSpec
 
 
 @dataclass

@@ -1,0 +1,6 @@
+"""Writing a new task: `setup.py --new` copies a template (`task_template`, `templates/`) and
+`setup.py --check` runs the baseline, the floors and the leak probe through the harness (`task_check`,
+`leak_probe`, which is copied into a job as a script).
+
+May import: `benchmark.run` (the code path real runs use) and everything below it.
+"""

@@ -1,0 +1,78 @@
+"""The table a sweep ends with: one row per job, read from each run's summary.json.
+
+Run directories follow from each job's composed config (results_dir/agent/task/run_id), so the
+table is the same whichever launcher ran the jobs and however many of them were resumed or no-ops.
+Rows come from benchmark.scoring.runs.load_run, the one reader of run directories. An aborted run
+(an outage, not a result) shows no scores, only its cause.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from omegaconf import DictConfig
+
+from benchmark.common.inert_text import inert
+from benchmark.run.config import default_run_id
+
+COLUMNS = ("agent", "task", "seed", "best val", "hidden test", "normalized", "cost", "where")
+
+
+def run_dir(cfg: DictConfig) -> Path:
+    """Where the run of a composed config lives (the engine's own rule)."""
+    from benchmark.plugins.manager import get_registry
+    from benchmark.tasks.manifest import load_task
+
+    task = load_task(get_registry().tasks[cfg.task.name]).name
+    return Path(cfg.results_dir).absolute() / cfg.agent.name / task / default_run_id(cfg)
+
+
+def sweep_rows(configs: Sequence[DictConfig]) -> tuple[list[tuple[str, ...]], list[str]]:
+    """One row per job, and each job's run status ("missing" when it left no summary)."""
+    from benchmark.scoring.normalize import unclipped
+    from benchmark.scoring.runs import load_run
+
+    rows, statuses = [], []
+    for cfg in configs:
+        where = run_dir(cfg)
+        try:
+            run = load_run(where)
+        except (ValueError, OSError):  # never started, or stopped before its first summary
+            rows.append((cfg.agent.name, cfg.task.name, str(cfg.seed), "-", "-", "-", "-", f"{where} (no summary)"))
+            statuses.append("missing")
+            continue
+        status = str(run.summary.get("status"))
+        statuses.append(status)
+        usd = (run.summary["budget"].get("used") or {}).get("usd") or 0.0
+        if status == "aborted":
+            rows.append((run.agent, run.task, str(run.seed), "-", "-", "-", f"${usd:.2f}",
+                         f"{where} (aborted: {run.summary.get('abort_cause')})"))
+            continue
+        test = run.score("best", "test")
+        rows.append((run.agent, run.task, str(run.seed), _num(run.score("best", "val")), _num(test),
+                     _num(unclipped(run.metric, test)), f"${usd:.2f}",
+                     f"{where}" + ("" if status == "finished" else f" ({status})")))
+    return rows, statuses
+
+
+def render(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(str(v)) for v in column) for column in zip(COLUMNS, *rows)]
+    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in (COLUMNS, *rows)]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def print_sweep_table(configs: Sequence[DictConfig]) -> list[str]:
+    """Print the table; returns the jobs' run statuses, so the sweep's exit code can follow them."""
+    rows, statuses = sweep_rows(configs)
+    print(inert(f"\nsweep: {len(configs)} run(s)\n{render(rows)}"), flush=True)  # causes quote agent text
+    return statuses
+
+
+def _num(value: object) -> str:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "-"
+    return "-" if number != number else f"{number:.4g}"

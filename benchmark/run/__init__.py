@@ -1,0 +1,9 @@
+"""One run of an agent on a task: the engine and its loop (`engine`, `scheduler`, `worker`), budgets
+(`budget`), running a node's phases in a job (`experiment`, `commands`), the final test on hidden data
+(`final_test`), `summary.json` (`summary`), infrastructure outages (`outage`), the Hydra config schema
+(`config`), checks before a run starts (`preflight`) and the progress view (`display`).
+
+May import: `benchmark.scoring` (the export after a run), `benchmark.plugins`, `benchmark.records`,
+`benchmark.executors`, `benchmark.llm`, `benchmark.tasks`, `benchmark.common`. Nothing is imported here,
+so importing a light module of this package does not load the engine.
+"""

@@ -1,0 +1,48 @@
+"""What must hold before a run may start, checked without writing anything: one home for the checks
+a single run makes at start-up and a sweep makes for every job before the first one starts.
+
+Each check raises `UserError` with the one line a user sees (exit 2).
+"""
+
+from __future__ import annotations
+
+
+from omegaconf import DictConfig, OmegaConf
+
+from benchmark.common.errors import UserError
+from benchmark.llm.client import missing_credentials
+from benchmark.plugins.agent_api import AgentSpec
+from benchmark.plugins.manager import Registry
+
+
+def llm_problem(agent_spec: AgentSpec, cfg: DictConfig) -> str:
+    """Why this LLM agent cannot call its model (no API key...), or "" when it can or needs none."""
+    if not agent_spec.uses_llm:
+        return ""
+    problem = missing_credentials(OmegaConf.to_object(cfg.llm))
+    return f"agent '{agent_spec.name}' needs an LLM: {problem}" if problem else ""
+
+
+def executor_problem(registry: Registry, cfg: DictConfig) -> str:
+    """What the configured executor backend lacks (e.g. Modal credentials), found offline."""
+    spec = registry.executors[cfg.executor.name]
+    return spec.preflight(OmegaConf.to_object(cfg.executor)) if spec.preflight is not None else ""
+
+
+def preflight(cfg: DictConfig, registry: Registry, verified: set[str] | None = None) -> None:
+    """Every start-up check of a composed run config: the task, its prepared workspace, the LLM
+    credentials, the executor's own requirements. `verified` holds tasks whose workspace already
+    verified (a sweep checksums each task's data once, not once per job)."""
+    from benchmark.tasks.manifest import load_task
+    from benchmark.tasks.workspace import open_prepared
+
+    if cfg.parallel < 1:
+        raise UserError(f"parallel={cfg.parallel}: give the number of experiments to keep in flight (1 or more)")
+    if verified is None or cfg.task.name not in verified:
+        open_prepared(load_task(registry.tasks[cfg.task.name]))
+        if verified is not None:
+            verified.add(cfg.task.name)
+    for problem in (llm_problem(registry.agents[cfg.agent.name], cfg), executor_problem(registry, cfg)):
+        if problem:
+            raise UserError(problem)
+

