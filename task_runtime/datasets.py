@@ -52,3 +52,17 @@ def prepare_main(build: Callable[[Path], None], description: str, argv: Optional
     args.out.mkdir(parents=True, exist_ok=True)
     build(args.out)
     return 0
+
+
+def write_npz_eval_splits(out: Path, x: np.ndarray, y: np.ndarray, ids: np.ndarray,
+                          parts: dict[str, np.ndarray]) -> None:
+    """The val and test parts of an array task, rows in id order: inputs (id, x) to
+    public/val_inputs.npz and test_inputs/test_inputs.npz, labels (id, y) to labels/<phase>_labels.csv.
+    `ids[i]` is row i's public id (a permutation, so ids reveal neither the split nor the source order)."""
+    for phase, folder, name in (("val", "public", "val_inputs"), ("test", "test_inputs", "test_inputs")):
+        idx = parts[phase][np.argsort(ids[parts[phase]], kind="stable")]
+        (out / folder).mkdir(parents=True, exist_ok=True)
+        (out / "labels").mkdir(parents=True, exist_ok=True)
+        np.savez(out / folder / f"{name}.npz", id=ids[idx].astype(np.int64), x=x[idx])
+        pd.DataFrame({"id": ids[idx], "y": y[idx]}).to_csv(out / "labels" / f"{phase}_labels.csv", index=False,
+                                                          lineterminator="\n")

@@ -1,13 +1,6 @@
-"""Score ITE predictions for the causal_effect task against the hidden true effects.
-
-    python evaluate.py --phase val|test --predictions-dir <dir> --labels <labels dir> --metrics <out.json>
-
-Runs in its own process on the harness side; agent code never imports it. The score comes only from
-`<predictions-dir>/predictions.csv` (rep, unit, ite); invalid predictions print one line to stderr and
-exit 1 without writing metrics. Metrics: pehe (primary, lower is better), ite_mae and ate_abs_error,
-each per replication and then averaged; reading, checks and formulas are the harness's read-only
-`task_runtime.effects`, shared by both treatment-effect tasks.
-"""
+"""The causal_effect task's evaluator: `python evaluate.py --phase val|test --predictions-dir <dir> --labels <dir>
+--metrics <out.json>`. Reading predictions.csv (rep, unit, ite), its checks and the metrics (pehe, primary and
+lower-is-better; ite_mae; ate_abs_error) are the read-only `task_runtime.effects`, shared with causality."""
 
 from __future__ import annotations
 

@@ -20,9 +20,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from task_runtime.datasets import prepare_main, stratified_split
+from task_runtime.datasets import prepare_main, stratified_split, write_npz_eval_splits
 from task_runtime.digits import digit_images
 
 SPLITS = ((0, 1), (2, 3), (4, 5), (6, 7), (8, 9))  # class-incremental, as split-MNIST
@@ -51,11 +50,7 @@ def build(out: Path) -> None:
     for k, classes in enumerate(SPLITS):
         idx = train[np.isin(y[train], classes)]
         np.savez(out / "public" / f"train_split{k}.npz", x=x[idx], y=y[idx])
-    for phase, folder, name in (("val", "public", "val_inputs"), ("test", "test_inputs", "test_inputs")):
-        idx = parts[phase][np.argsort(ids[parts[phase]], kind="stable")]
-        np.savez(out / folder / f"{name}.npz", id=ids[idx].astype(np.int64), x=x[idx])
-        pd.DataFrame({"id": ids[idx], "y": y[idx]}).to_csv(out / "labels" / f"{phase}_labels.csv", index=False,
-                                                          lineterminator="\n")
+    write_npz_eval_splits(out, x, y, ids, parts)
 
 
 def main(argv: list[str] | None = None) -> int:
