@@ -27,7 +27,7 @@ from types import ModuleType
 
 import pytest
 
-from benchmark import workspace as ws
+from benchmark.tasks import workspace as ws
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.executors.sandbox import THREAD_ENV
 from benchmark.run.experiment import Outcome, run_phase

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmark import workspace as ws
+from benchmark.tasks import workspace as ws
 from benchmark.tasks.manifest import TaskSpec
 from task_kit import code_copy, ev, evaluate, phase_args, prepared, run_driver, spec, with_params
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmark import workspace as ws
+from benchmark.tasks import workspace as ws
 from benchmark.tasks.manifest import TaskSpec
 from task_kit import (baseline_run, code_copy, evaluate_ok, evaluator_rejects, phase_args, prepared, run_driver, spec,
                       task_dir)
