@@ -284,6 +284,17 @@ _search()
 '''
 
 
+def assert_search_found_nothing(run: PhaseRun) -> None:
+    """A val run whose model.py ran `searcher`: the job succeeded, the search finished, and (under bwrap;
+    the test skips without it) it found nothing."""
+    assert run.outcome.ok, run.outcome.bug_reason
+    stdout = run.outcome.stdout.decode()
+    assert "SEARCH DONE" in stdout
+    if not run.sandboxed:
+        pytest.skip("without bwrap the host filesystem is visible; the sandbox is what hides the labels")
+    assert "FOUND" not in stdout, stdout
+
+
 # -- running a driver outside the sandbox (task-specific checks) ---------------------------------------------
 
 def code_copy(prepared: ws.PreparedTask, dest: Path, files: dict[str, str] | None = None,
@@ -326,6 +337,11 @@ def run_driver(code: Path, *args: str, script: str = "driver.py", env: dict[str,
 def tree_digest(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith(".")}
+
+
+def data_digest(root: Path) -> dict[str, dict[str, str]]:
+    """Digest of the data folders (public, test inputs, labels) under a task root, for a prepare run again."""
+    return {part: tree_digest(root / part) for part in ("public", "test_inputs", "labels")}
 
 
 def prepared_digest(prepared: ws.PreparedTask) -> dict[str, str]:
