@@ -332,6 +332,18 @@ def run_driver(code: Path, *args: str, script: str = "driver.py", env: dict[str,
                           timeout=timeout, env={**TASK_ENV, **(env or {})})
 
 
+
+def driver_rejects(prepared: ws.PreparedTask, tmp: Path, files: dict[str, str], reason: str,
+                   output: str | None = None) -> str:
+    """The baseline with `files` laid over it (in tmp/code), its val driver run outside the sandbox: it must
+    exit 1 with `reason` on stderr, and write no `output` (a file name under tmp/out) where one is named."""
+    code = code_copy(prepared, tmp / "code", files)
+    result = run_driver(code, *phase_args(prepared, "val", tmp / "out"))
+    assert result.returncode == 1 and reason in result.stderr, result.stderr
+    if output is not None:
+        assert not (tmp / "out" / output).exists()
+    return result.stderr
+
 # -- prepared files ------------------------------------------------------------------------------------------
 
 def tree_digest(root: Path) -> dict[str, str]:

@@ -15,8 +15,8 @@ import pytest
 
 from benchmark import workspace as ws
 from benchmark.tasks.manifest import TaskSpec
-from task_kit import (baseline_run, code_copy, evaluate_ok, evaluator_rejects, phase_args, prepared, run_driver, spec,
-                      task_dir)
+from task_kit import (baseline_run, code_copy, driver_rejects, evaluate_ok, evaluator_rejects, phase_args, prepared,
+                      run_driver, spec, task_dir)
 
 TASK = "causality"
 TASK_DIR = task_dir(TASK)
@@ -169,10 +169,8 @@ def test_evaluator_scores_known_errors(prepared: ws.PreparedTask, tmp_path: Path
     ({"params.json": "{not json"}, "params.json is not valid JSON"),
 ], ids=["wrong-length", "nan", "no-function", "bad-params"])
 def test_driver_rejects_bad_model_output(prepared: ws.PreparedTask, tmp_path: Path, files: dict, reason: str) -> None:
-    code = code_copy(prepared, tmp_path / "code", files)
-    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
-    assert result.returncode == 1 and "driver error: " in result.stderr and reason in result.stderr, result.stderr
-    assert not (tmp_path / "out" / "predictions.csv").exists()
+    stderr = driver_rejects(prepared, tmp_path, files, reason, output="predictions.csv")
+    assert "driver error: " in stderr, stderr
 
 
 def test_driver_test_phase_needs_test_inputs(prepared: ws.PreparedTask, tmp_path: Path) -> None:
