@@ -295,6 +295,19 @@ def assert_search_found_nothing(run: PhaseRun) -> None:
     assert "FOUND" not in stdout, stdout
 
 
+
+# Lines of a hostile learner's function body (indented four spaces; `attempt(name, action)` must raise unless
+# `action` fails with an OSError, and `np`, `os` imported): stashing data for a later split or round, and
+# reaching the harness through its stdout or a signal to the parent.
+STASH_AND_SIGNAL_ATTEMPTS = """\
+    attempt("stash in /tmp", lambda: open("/tmp/stash.bin", "wb"))
+    attempt("stash in cwd", lambda: np.save("stash.npy", np.zeros(3)))
+    attempt("stash as a folder name", lambda: os.mkdir("/tmp/label-1"))
+    attempt("reopen stdout", lambda: open("/proc/self/fd/1", "rb"))
+    attempt("dev stdout", lambda: open("/dev/stdout", "rb"))
+    attempt("signal the parent", lambda: os.kill(os.getppid(), 0))
+"""
+
 # -- running a driver outside the sandbox (task-specific checks) ---------------------------------------------
 
 def code_copy(prepared: ws.PreparedTask, dest: Path, files: dict[str, str] | None = None,
