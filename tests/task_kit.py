@@ -244,6 +244,18 @@ def rejects_inprocess(module: ModuleType, phase: str, predictions_dir: Path, lab
     return err.strip()
 
 
+def value_column_breakages(value: str, key: str) -> list:
+    """`(breakage, reason)` pytest params for an evaluator that reads a frame of integer `key`s and finite
+    numeric `value`s: each breakage turns valid predictions into invalid ones, and `reason` is in its error."""
+    def first(f, x):  # the first row's value replaced by x
+        return f.assign(**{value: [x] + list(f[value].iloc[1:])})
+
+    return [pytest.param(lambda f: first(f, float("inf")), "NaN or infinite", id="inf"),
+            pytest.param(lambda f: f.drop(columns=value), "lacks columns", id=f"no-{value}"),
+            pytest.param(lambda f: first(f, "abc"), "not numbers", id="text"),
+            pytest.param(lambda f: f.assign(**{key: f[key] + 0.5}), "must hold integers", id=f"float-{key}")]
+
+
 def searcher(needles: list[str], names: list[str]) -> str:
     """Python source that walks the whole visible filesystem looking for hidden data, and prints what
     it finds as `FOUND <path>` lines (stdout comes back to the harness). It looks for files named in

@@ -16,7 +16,7 @@ import pytest
 from benchmark import workspace as ws
 from benchmark.tasks.manifest import TaskSpec
 from task_kit import (baseline_run, code_copy, driver_rejects, evaluate_ok, evaluator_rejects, phase_args, prepared,
-                      run_driver, spec, task_dir)
+                      run_driver, spec, task_dir, value_column_breakages)
 
 TASK = "causality"
 TASK_DIR = task_dir(TASK)
@@ -136,12 +136,7 @@ def _valid_val_predictions(prepared: ws.PreparedTask) -> pd.DataFrame:
     return frame.assign(ite=frame["ite"] + 0.1)
 
 
-@pytest.mark.parametrize("breakage, reason", [
-    (lambda f: f.assign(ite=[np.inf] + list(f["ite"].iloc[1:])), "NaN or infinite"),
-    (lambda f: f.drop(columns="ite"), "lacks columns"),
-    (lambda f: f.assign(ite=["abc"] + list(f["ite"].iloc[1:])), "not numbers"),
-    (lambda f: f.assign(unit=f["unit"] + 0.5), "must hold integers"),
-], ids=["inf", "no-ite-column", "text", "float-unit"])
+@pytest.mark.parametrize("breakage, reason", value_column_breakages("ite", "unit"))
 def test_evaluator_rejects_invalid_predictions(prepared: ws.PreparedTask, tmp_path: Path, breakage, reason: str) -> None:
     """Beyond tests/test_tasks.py's hostile cases (no file, binary, NaN, foreign, duplicated, missing rows)."""
     preds = tmp_path / "preds"

@@ -12,7 +12,8 @@ import pytest
 
 from benchmark import workspace as ws
 from benchmark.tasks.manifest import TaskSpec
-from task_kit import baseline_run, driver_rejects, ev, overlay_run, prepared, rejects_inprocess, spec
+from task_kit import (baseline_run, driver_rejects, ev, overlay_run, prepared, rejects_inprocess, spec,
+                      value_column_breakages)
 
 TASK = "ood_detection"
 PIXELS = [f"p{i}" for i in range(64)]
@@ -106,12 +107,7 @@ def _val_scores(prepared: ws.PreparedTask) -> pd.DataFrame:
     return pd.DataFrame({"id": key["id"], "score": (key["ood"] * 2.0 - 1).to_numpy()})
 
 
-@pytest.mark.parametrize("breakage, reason", [
-    (lambda f: f.assign(score=[np.inf] + list(f["score"].iloc[1:])), "NaN or infinite"),
-    (lambda f: f.drop(columns="score"), "lacks columns"),
-    (lambda f: f.assign(score=["x"] + list(f["score"].iloc[1:])), "not numbers"),
-    (lambda f: f.assign(id=f["id"] + 0.5), "must hold integers"),
-], ids=["inf", "no-score", "text", "float-id"])
+@pytest.mark.parametrize("breakage, reason", value_column_breakages("score", "id"))
 def test_evaluator_rejects_invalid_scores(prepared: ws.PreparedTask, ev, tmp_path: Path, capsys, breakage,
                                           reason: str) -> None:
     """Beyond tests/test_tasks.py's hostile cases (no file, binary, oversized, NaN, foreign, duplicated, missing)."""
