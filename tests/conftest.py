@@ -106,6 +106,20 @@ def kill_run_when(results: Path, args: list[str], condition: Callable[[list[dict
         proc.wait(timeout=30)
 
 
+def killed_and_resumed(tmp_path: Path, args: list[str], agent: str, task: str = "toy",
+                       kill_at: int = 3) -> tuple[Path, Path]:
+    """An uninterrupted run of `args` in process, then the same run SIGKILLed through the CLI once `kill_at`
+    nodes finished and resumed in process (a CLI start per run costs seconds of CPU): (reference run dir,
+    resumed run dir). Fails unless the second run says it resumed."""
+    reference, _ = run_inprocess(*args, f"results_dir={tmp_path / 'reference'}")
+    killed = tmp_path / "killed"
+    kill_run_when(killed, args, finished_at_least(kill_at))
+    _, output = run_inprocess(*args, f"results_dir={killed}")
+    assert "resuming" in output
+    (run_dir,) = (killed / agent / task).iterdir()
+    return Path(reference["run_dir"]), run_dir
+
+
 def compose(*overrides: str):
     """The config the CLI would build for these overrides (Hydra's compose API, no subprocess)."""
     from hydra import compose as hydra_compose

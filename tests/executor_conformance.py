@@ -33,6 +33,19 @@ REPO = Path(__file__).resolve().parents[1]
 SLACK_S = 30.0  # "returned within timeout + slack": the alternative is never; a loaded machine starts jobs slowly
 
 
+# The opening of a job that reports what hostile code was allowed to do: `attempt(fn)` runs fn and returns
+# "ALLOWED", or the name of the OSError it raised. Job code follows it (dedented).
+ATTEMPT_SOURCE = """\
+import json, os
+def attempt(fn):
+    try:
+        fn()
+        return "ALLOWED"
+    except OSError as exc:
+        return type(exc).__name__
+"""
+
+
 def make_job(
     tmp_path: Path,
     code: str,
@@ -511,22 +524,15 @@ class ExecutorConformance:
     def test_no_privilege_over_the_host(self, executor: Executor, tmp_path: Path) -> None:
         """No capabilities, kernel.core_pattern not writable (opened, never written), no /etc/shadow."""
         self.require_isolation()
-        job = self.job(tmp_path, """
-            import json, os
+        job = self.job(tmp_path, ATTEMPT_SOURCE + textwrap.dedent("""
             caps = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
-            def attempt(fn):
-                try:
-                    fn()
-                    return "ALLOWED"
-                except OSError as exc:
-                    return type(exc).__name__
             print(json.dumps({
                 "uid": os.getuid(), "caps": int(caps, 16),
                 "core_pattern": attempt(lambda: os.close(os.open("/proc/sys/kernel/core_pattern", os.O_WRONLY))),
                 "sysrq": attempt(lambda: os.close(os.open("/proc/sys/kernel/sysrq", os.O_WRONLY))),
                 "shadow": attempt(lambda: open("/etc/shadow").read()),
             }))
-        """)
+        """))
         result, out, err = run(executor, job)
         assert result.ok, err
         seen = json.loads(out)

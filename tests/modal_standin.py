@@ -20,7 +20,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from benchmark.executors.sandbox import ETC_FILES, SYSTEM_DIRS, python_dirs
 
@@ -152,9 +152,23 @@ class Sandbox:
             proc.kill()
 
 
-class _SandboxApi:
+class _Api:
+    """One of the client's namespaces (modal.Sandbox, modal.App, modal.Volume), over the shared StandInModal."""
+
     def __init__(self, modal: "StandInModal") -> None:
         self._modal = modal
+
+    @staticmethod
+    def _named(store: dict[str, Any], name: str, create_if_missing: bool, make: Callable[[], Any]) -> Any:
+        """`store[name]`, made by `make` first where missing, as Modal's from_name/lookup do; asking for a missing
+        one without create_if_missing fails."""
+        if name not in store:
+            assert create_if_missing
+            store[name] = make()
+        return store[name]
+
+
+class _SandboxApi(_Api):
 
     def create(self, *args: str, **kwargs: Any) -> Sandbox:
         self._modal.creates += 1
@@ -178,15 +192,9 @@ class App:
     app_id: str = field(default_factory=lambda: f"ap-{uuid.uuid4().hex[:10]}")
 
 
-class _AppApi:
-    def __init__(self, modal: "StandInModal") -> None:
-        self._modal = modal
-
+class _AppApi(_Api):
     def lookup(self, name: str, *, create_if_missing: bool = False) -> App:
-        if name not in self._modal.apps:
-            assert create_if_missing
-            self._modal.apps[name] = App(name)
-        return self._modal.apps[name]
+        return self._named(self._modal.apps, name, create_if_missing, lambda: App(name))
 
 
 @dataclass
@@ -222,17 +230,14 @@ class Volume:
         self.uploads.append(remote)
 
 
-class _VolumeApi:
-    def __init__(self, modal: "StandInModal") -> None:
-        self._modal = modal
-
+class _VolumeApi(_Api):
     def from_name(self, name: str, *, create_if_missing: bool = False) -> Volume:
-        if name not in self._modal.volumes:
-            assert create_if_missing
+        def make() -> Volume:
             directory = self._modal.root / "volumes" / name
             directory.mkdir(parents=True)
-            self._modal.volumes[name] = Volume(directory)
-        return self._modal.volumes[name]
+            return Volume(directory)
+
+        return self._named(self._modal.volumes, name, create_if_missing, make)
 
     @contextlib.contextmanager
     def ephemeral(self) -> Iterator[Volume]:

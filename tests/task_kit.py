@@ -244,6 +244,18 @@ def rejects_inprocess(module: ModuleType, phase: str, predictions_dir: Path, lab
     return err.strip()
 
 
+def value_column_breakages(value: str, key: str) -> list:
+    """`(breakage, reason)` pytest params for an evaluator that reads a frame of integer `key`s and finite
+    numeric `value`s: each breakage turns valid predictions into invalid ones, and `reason` is in its error."""
+    def first(f, x):  # the first row's value replaced by x
+        return f.assign(**{value: [x] + list(f[value].iloc[1:])})
+
+    return [pytest.param(lambda f: first(f, float("inf")), "NaN or infinite", id="inf"),
+            pytest.param(lambda f: f.drop(columns=value), "lacks columns", id=f"no-{value}"),
+            pytest.param(lambda f: first(f, "abc"), "not numbers", id="text"),
+            pytest.param(lambda f: f.assign(**{key: f[key] + 0.5}), "must hold integers", id=f"float-{key}")]
+
+
 def searcher(needles: list[str], names: list[str]) -> str:
     """Python source that walks the whole visible filesystem looking for hidden data, and prints what
     it finds as `FOUND <path>` lines (stdout comes back to the harness). It looks for files named in
@@ -284,6 +296,30 @@ _search()
 '''
 
 
+def assert_search_found_nothing(run: PhaseRun) -> None:
+    """A val run whose model.py ran `searcher`: the job succeeded, the search finished, and (under bwrap;
+    the test skips without it) it found nothing."""
+    assert run.outcome.ok, run.outcome.bug_reason
+    stdout = run.outcome.stdout.decode()
+    assert "SEARCH DONE" in stdout
+    if not run.sandboxed:
+        pytest.skip("without bwrap the host filesystem is visible; the sandbox is what hides the labels")
+    assert "FOUND" not in stdout, stdout
+
+
+
+# Lines of a hostile learner's function body (indented four spaces; `attempt(name, action)` must raise unless
+# `action` fails with an OSError, and `np`, `os` imported): stashing data for a later split or round, and
+# reaching the harness through its stdout or a signal to the parent.
+STASH_AND_SIGNAL_ATTEMPTS = """\
+    attempt("stash in /tmp", lambda: open("/tmp/stash.bin", "wb"))
+    attempt("stash in cwd", lambda: np.save("stash.npy", np.zeros(3)))
+    attempt("stash as a folder name", lambda: os.mkdir("/tmp/label-1"))
+    attempt("reopen stdout", lambda: open("/proc/self/fd/1", "rb"))
+    attempt("dev stdout", lambda: open("/dev/stdout", "rb"))
+    attempt("signal the parent", lambda: os.kill(os.getppid(), 0))
+"""
+
 # -- running a driver outside the sandbox (task-specific checks) ---------------------------------------------
 
 def code_copy(prepared: ws.PreparedTask, dest: Path, files: dict[str, str] | None = None,
@@ -321,11 +357,28 @@ def run_driver(code: Path, *args: str, script: str = "driver.py", env: dict[str,
                           timeout=timeout, env={**TASK_ENV, **(env or {})})
 
 
+
+def driver_rejects(prepared: ws.PreparedTask, tmp: Path, files: dict[str, str], reason: str,
+                   output: str | None = None) -> str:
+    """The baseline with `files` laid over it (in tmp/code), its val driver run outside the sandbox: it must
+    exit 1 with `reason` on stderr, and write no `output` (a file name under tmp/out) where one is named."""
+    code = code_copy(prepared, tmp / "code", files)
+    result = run_driver(code, *phase_args(prepared, "val", tmp / "out"))
+    assert result.returncode == 1 and reason in result.stderr, result.stderr
+    if output is not None:
+        assert not (tmp / "out" / output).exists()
+    return result.stderr
+
 # -- prepared files ------------------------------------------------------------------------------------------
 
 def tree_digest(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith(".")}
+
+
+def data_digest(root: Path) -> dict[str, dict[str, str]]:
+    """Digest of the data folders (public, test inputs, labels) under a task root, for a prepare run again."""
+    return {part: tree_digest(root / part) for part in ("public", "test_inputs", "labels")}
 
 
 def prepared_digest(prepared: ws.PreparedTask) -> dict[str, str]:

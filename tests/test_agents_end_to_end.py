@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, finished_at_least, journal_records, kill_run_when, run_inprocess
+from conftest import FIXTURES, journal_records, killed_and_resumed, run_inprocess
 
 CAUSALITY_SCRIPT = FIXTURES / "scripts" / "causality.yaml"
 TOY_SCRIPT = FIXTURES / "scripts" / "toy"
@@ -68,13 +68,7 @@ def test_killed_run_resumes_to_the_same_tree(toy, tmp_path: Path, agent, extra) 
     # litellm again (seconds of CPU); test_resume.py covers resuming through the CLI
     args = [f"agent={agent}", "task=toy", "budget.steps=5", "quiet=true", "llm=scripted", f"llm.script={TOY_SCRIPT}",
             *extra]
-    reference, _ = run_inprocess(*args, f"results_dir={tmp_path / 'reference'}")
-    ref_dir = Path(reference["run_dir"])
-    killed = tmp_path / "killed"
-    kill_run_when(killed, args, finished_at_least(3))
-    _, output = run_inprocess(*args, f"results_dir={killed}")
-    assert "resuming" in output
-    (run_dir,) = (killed / agent / "toy").iterdir()
+    ref_dir, run_dir = killed_and_resumed(tmp_path, args, agent)
     assert _tree(run_dir) == _tree(ref_dir)
     assert _policies(run_dir) == _policies(ref_dir)
     assert any(n["status"] == "buggy" for n in _finished(ref_dir))  # the resumed stretch had a debug chain to rebuild

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, finished_at_least, journal_records, kill_run_when, run_inprocess
+from conftest import FIXTURES, journal_records, killed_and_resumed, run_inprocess
 
 SCRIPTS = FIXTURES / "scripts"
 
@@ -118,14 +118,7 @@ RESUME = {
 def test_killed_run_resumes_to_the_same_tree(toy, tmp_path: Path, agent) -> None:
     args = [f"agent={agent}", "task=toy", "budget.steps=5", "budget.step_timeout_s=600", "quiet=true", "llm=scripted",
             f"llm.script={SCRIPTS / 'toy_ideas.yaml'}", *RESUME[agent]]
-    summary, _ = run_inprocess(*args, f"results_dir={tmp_path / 'reference'}")  # in process: less CPU than a CLI
-    ref_dir = Path(summary["run_dir"])
-
-    killed = tmp_path / "killed"
-    kill_run_when(killed, args, finished_at_least(3))
-    _, output = run_inprocess(*args, f"results_dir={killed}")
-    assert "resuming" in output
-    (run_dir,) = (killed / agent / "toy").iterdir()
+    ref_dir, run_dir = killed_and_resumed(tmp_path, args, agent)
     assert _tree(run_dir) == _tree(ref_dir)
     assert _policies(run_dir) == _policies(ref_dir)
     assert any(n["status"] == "buggy" for n in _finished(ref_dir)) or agent == "ai_scientist_v2"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import json
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -20,7 +21,7 @@ from benchmark.executors.base import Executor, Job, Limits
 from benchmark.executors.modal_backend import DATA_MOUNT, PRIVATE_MOUNT, RUN_TAG, ModalExecutor, ModalExecutorConfig
 from benchmark.executors.modal_image import gpu_string, image_spec, modal_credentials_problem, pin
 from benchmark.tasks.manifest import Requirement
-from tests.executor_conformance import ExecutorConformance, make_job, run
+from tests.executor_conformance import ATTEMPT_SOURCE, ExecutorConformance, make_job, run
 from tests.modal_standin import StandInModal
 
 BWRAP = next((p for p in sandbox_mod.bwrap_candidates(None) if not sandbox_mod.probe_bwrap(p)), None)
@@ -330,14 +331,7 @@ def test_run_on_modal_scores_locally_and_never_uploads_labels(toy, tmp_path: Pat
 @needs_bwrap
 def test_agent_code_runs_unprivileged_and_cannot_touch_harness_files(tmp_path: Path) -> None:
     ex, _ = standin_executor(tmp_path / "standin")
-    job = make_job(tmp_path, """
-        import json, os
-        def attempt(fn):
-            try:
-                fn()
-                return "ALLOWED"
-            except OSError as exc:
-                return type(exc).__name__
+    job = make_job(tmp_path, ATTEMPT_SOURCE + textwrap.dedent("""
         def replace():
             open("evil.py", "w").write("print('replaced')")
             os.replace("evil.py", "driver.py")
@@ -348,7 +342,7 @@ def test_agent_code_runs_unprivileged_and_cannot_touch_harness_files(tmp_path: P
             "remove": attempt(lambda: os.remove("driver.py")),
             "new_file": attempt(lambda: open("notes.txt", "w").write("mine")),
         }))
-    """)
+    """))
     (job.workdir / "driver.py").write_text("print('the harness driver')\n")
     job = Job(**{**job.__dict__, "readonly": (job.workdir / "driver.py",)})
     try:

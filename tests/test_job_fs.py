@@ -22,6 +22,7 @@ from benchmark.executors.job_fs import place_of, relocate_arg
 from benchmark.executors.local import LocalExecutor
 from benchmark.run.experiment import OUTPUT_PLACE, run_phase
 from conftest import REPO
+from tests.test_executor_local import HAS_CGROUPS
 
 CAP = 32 << 20  # the disk limit of the jobs below
 
@@ -211,17 +212,7 @@ raise RuntimeError("a traceback")
         assert host not in text, host
 
 
-def _memory_cgroup_works() -> bool:
-    from benchmark.executors.cgroups import JobCgroup
-
-    group = JobCgroup.create(memory_bytes=1 << 30, max_pids=64)
-    if group is None:
-        return False
-    group.remove()
-    return True
-
-
-@pytest.mark.skipif(not _memory_cgroup_works(), reason="no writable memory cgroup here")
+@pytest.mark.skipif(not HAS_CGROUPS, reason="no writable memory cgroup here")
 def test_the_job_disk_is_charged_to_the_job_memory(executor, tmp_path: Path) -> None:
     """A tmpfs page is memory: with a cgroup, files and memory share resources.memory_gb."""
     from benchmark.executors.base import Limits

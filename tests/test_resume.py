@@ -52,6 +52,19 @@ def _pending_after(n: int):
         sum(r["kind"] == "finished" for r in records) == n
 
 
+def _resume(results: Path, args: list[str]) -> tuple[Path, list[dict]]:
+    """Resume the killed run in `results` through the CLI: its run dir and journal records, once it exited 0,
+    said it resumed, and finished no node twice."""
+    proc = run_cli(*args, f"results_dir={results}")
+    assert proc.returncode == 0, proc.stderr
+    assert "resuming" in proc.stdout
+    run_dir = _run_dir(results)
+    records = journal_records(run_dir)
+    ids = [r["node"]["id"] for r in records if r["kind"] == "finished"]
+    assert len(ids) == len(set(ids)), "a node finished twice"
+    return run_dir, records
+
+
 @pytest.mark.parametrize("label, condition", [
     ("in the baseline", _pending_after(0)),
     ("after two nodes", finished_at_least(2)),
@@ -61,14 +74,8 @@ def _pending_after(n: int):
 def test_sigkill_then_resume_matches_uninterrupted_run(reference, tmp_path: Path, label: str, condition) -> None:
     nodes, summary, _ = reference
     kill_run_when(tmp_path, ARGS, condition)
-    proc = run_cli(*ARGS, f"results_dir={tmp_path}")
-    assert proc.returncode == 0, proc.stderr
-    assert "resuming" in proc.stdout
-    run_dir = _run_dir(tmp_path)
+    run_dir, records = _resume(tmp_path, ARGS)
     assert _nodes(run_dir) == nodes
-    records = journal_records(run_dir)
-    ids = [r["node"]["id"] for r in records if r["kind"] == "finished"]
-    assert len(ids) == len(set(ids)), "a step was repeated"
     assert sum(r["kind"] == "header" for r in records) == 1
     assert sum(r["kind"] == "final" for r in records) == 1
     pending = [r["id"] for r in records if r["kind"] == "pending"]
@@ -116,14 +123,8 @@ def test_sigkill_with_four_in_flight_then_resume(reference_k4, tmp_path: Path, l
     kill_run_when(tmp_path, ARGS_K4, condition)
     killed = complete_journal_records(_run_dir(tmp_path))
     finished_before = {r["node"]["id"] for r in killed if r["kind"] == "finished"}
-    proc = run_cli(*ARGS_K4, f"results_dir={tmp_path}")
-    assert proc.returncode == 0, proc.stderr
-    assert "resuming" in proc.stdout
-    run_dir = _run_dir(tmp_path)
+    run_dir, records = _resume(tmp_path, ARGS_K4)
     assert _node_set(run_dir) == nodes
-    records = journal_records(run_dir)
-    ids = [r["node"]["id"] for r in records if r["kind"] == "finished"]
-    assert len(ids) == len(set(ids)), "a node finished twice"
     rerun = [r["id"] for r in records[len(killed):] if r["kind"] == "pending"]
     assert not set(rerun) & finished_before, "a finished node was run again"
     pending = [r["id"] for r in records if r["kind"] == "pending"]

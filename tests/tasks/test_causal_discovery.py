@@ -4,15 +4,12 @@ sandbox for the true graphs. The checks every task gets: tests/test_tasks.py."""
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
-from task_kit import (code_copy, evaluate_ok, overlay_run, phase_args, prepared, rejects_inprocess, run_driver,
-                      run_sandboxed, searcher, task_module)
+from task_kit import (assert_search_found_nothing, code_copy, data_digest, evaluate_ok, overlay_run, phase_args,
+                      prepared, rejects_inprocess, run_driver, run_sandboxed, searcher, task_module)
 
 TASK = "causal_discovery"
 cd_prepare = task_module(TASK, "prepare")  # the task's own prepare module, for its constants
@@ -26,18 +23,9 @@ def _true_adjacency(prepared, phase: str, dataset: str) -> np.ndarray:
     return matrix
 
 
-def _digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            h.update(str(path.relative_to(folder)).encode() + path.read_bytes())
-    return h.hexdigest()
-
-
 def test_prepare_is_deterministic_and_graphs_are_dags(prepared, tmp_path):
     cd_prepare.main(["--out", str(tmp_path / "again")])
-    for part in ("public", "test_inputs", "labels"):
-        assert _digest(tmp_path / "again" / part) == _digest(prepared.root / part)
+    assert data_digest(tmp_path / "again") == data_digest(prepared.root)
     for phase, prefix in (("val", "v"), ("test", "t")):
         for k in range(6):
             adjacency = _true_adjacency(prepared, phase, f"{prefix}{k}")
@@ -143,14 +131,7 @@ def test_val_phase_cannot_reach_the_true_graphs(prepared, tmp_path):
                               "against the hidden true DAGs"],
                      names=["val_edges.csv", "test_edges.csv", "val_datasets.csv", "test_datasets.csv"])
     model = probe + "\nimport numpy as np\ndef discover(x, params):\n    return np.zeros((x.shape[1],) * 2, dtype=int)\n"
-    run = run_sandboxed(prepared, {"model.py": model}, "val", tmp_path)
-    outcome, sandboxed = run.outcome, run.sandboxed
-    assert outcome.ok, outcome.bug_reason
-    stdout = outcome.stdout.decode()
-    assert "SEARCH DONE" in stdout
-    if not sandboxed:
-        pytest.skip("without bwrap the host filesystem is visible; the sandbox is what hides the labels")
-    assert "FOUND" not in stdout, stdout
+    assert_search_found_nothing(run_sandboxed(prepared, {"model.py": model}, "val", tmp_path))
 
 
 def test_evaluator_rejects_a_nan_dataset_name_in_one_line(prepared, tmp_path, capsys):

@@ -4,25 +4,15 @@ sandbox for the hidden surfaces. The checks every task gets: tests/test_tasks.py
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
-from task_kit import evaluate_ok, overlay_run, prepared, rejects_inprocess, run_sandboxed, searcher, task_module
+from task_kit import (assert_search_found_nothing, data_digest, evaluate_ok, overlay_run, prepared, rejects_inprocess,
+                      run_sandboxed, searcher, task_module)
 
 TASK = "causal_effect"
 ce_prepare = task_module(TASK, "prepare")  # the task's own prepare module, for its constants
-
-
-def _digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            h.update(str(path.relative_to(folder)).encode() + path.read_bytes())
-    return h.hexdigest()
 
 
 def test_manifest_loads(prepared):
@@ -34,8 +24,7 @@ def test_manifest_loads(prepared):
 
 def test_prepare_is_deterministic_and_public_data_hold_no_effects(prepared, tmp_path):
     ce_prepare.main(["--out", str(tmp_path / "again")])
-    for part in ("public", "test_inputs", "labels"):
-        assert _digest(tmp_path / "again" / part) == _digest(prepared.root / part)
+    assert data_digest(tmp_path / "again") == data_digest(prepared.root)
     train = pd.read_csv(prepared.public_dir / "train.csv")
     val = pd.read_csv(prepared.public_dir / "val_inputs.csv")
     covariates = [f"x{j}" for j in range(20)]
@@ -113,11 +102,4 @@ def test_val_phase_cannot_reach_the_hidden_surfaces(prepared, tmp_path):
                               "rep,unit,ite\n", f"{first_truth:.10g}"],
                      names=["val_ite.csv", "test_ite.csv", "test_inputs.csv"])
     model = probe + "\nimport numpy as np\ndef estimate_ite(train, inputs, params):\n    return np.zeros(len(inputs))\n"
-    run = run_sandboxed(prepared, {"model.py": model}, "val", tmp_path)
-    outcome, sandboxed = run.outcome, run.sandboxed
-    assert outcome.ok, outcome.bug_reason
-    stdout = outcome.stdout.decode()
-    assert "SEARCH DONE" in stdout
-    if not sandboxed:
-        pytest.skip("without bwrap the host filesystem is visible; the sandbox is what hides the labels")
-    assert "FOUND" not in stdout, stdout
+    assert_search_found_nothing(run_sandboxed(prepared, {"model.py": model}, "val", tmp_path))

@@ -15,8 +15,8 @@ import pytest
 
 from benchmark.tasks import workspace as ws
 from benchmark.tasks.manifest import TaskSpec
-from task_kit import (baseline_run, code_copy, evaluate_ok, evaluator_rejects, phase_args, prepared, run_driver, spec,
-                      task_dir)
+from task_kit import (baseline_run, code_copy, driver_rejects, evaluate_ok, evaluator_rejects, phase_args, prepared,
+                      run_driver, spec, task_dir, value_column_breakages)
 
 TASK = "causality"
 TASK_DIR = task_dir(TASK)
@@ -136,12 +136,7 @@ def _valid_val_predictions(prepared: ws.PreparedTask) -> pd.DataFrame:
     return frame.assign(ite=frame["ite"] + 0.1)
 
 
-@pytest.mark.parametrize("breakage, reason", [
-    (lambda f: f.assign(ite=[np.inf] + list(f["ite"].iloc[1:])), "NaN or infinite"),
-    (lambda f: f.drop(columns="ite"), "lacks columns"),
-    (lambda f: f.assign(ite=["abc"] + list(f["ite"].iloc[1:])), "not numbers"),
-    (lambda f: f.assign(unit=f["unit"] + 0.5), "must hold integers"),
-], ids=["inf", "no-ite-column", "text", "float-unit"])
+@pytest.mark.parametrize("breakage, reason", value_column_breakages("ite", "unit"))
 def test_evaluator_rejects_invalid_predictions(prepared: ws.PreparedTask, tmp_path: Path, breakage, reason: str) -> None:
     """Beyond tests/test_tasks.py's hostile cases (no file, binary, NaN, foreign, duplicated, missing rows)."""
     preds = tmp_path / "preds"
@@ -169,10 +164,8 @@ def test_evaluator_scores_known_errors(prepared: ws.PreparedTask, tmp_path: Path
     ({"params.json": "{not json"}, "params.json is not valid JSON"),
 ], ids=["wrong-length", "nan", "no-function", "bad-params"])
 def test_driver_rejects_bad_model_output(prepared: ws.PreparedTask, tmp_path: Path, files: dict, reason: str) -> None:
-    code = code_copy(prepared, tmp_path / "code", files)
-    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
-    assert result.returncode == 1 and "driver error: " in result.stderr and reason in result.stderr, result.stderr
-    assert not (tmp_path / "out" / "predictions.csv").exists()
+    stderr = driver_rejects(prepared, tmp_path, files, reason, output="predictions.csv")
+    assert "driver error: " in stderr, stderr
 
 
 def test_driver_test_phase_needs_test_inputs(prepared: ws.PreparedTask, tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from task_kit import code_copy, ev, prepare_again, prepared, prepared_digest, run_driver, task_dir
+from task_kit import (STASH_AND_SIGNAL_ATTEMPTS, code_copy, ev, prepare_again, prepared, prepared_digest, run_driver,
+                      task_dir)
 
 TASK = "continual_learning"
 TASK_DIR = task_dir(TASK)
@@ -114,13 +115,7 @@ def train_split(state, x, y, classes, split, params, device):
     attempt("os.system", lambda: os.system("true"))
     attempt("ctypes", lambda: ctypes.CDLL(None).getpid())
     attempt("parent memory", lambda: open(f"/proc/{os.getppid()}/mem", "rb"))
-    attempt("stash in /tmp", lambda: open("/tmp/stash.bin", "wb"))
-    attempt("stash in cwd", lambda: np.save("stash.npy", np.zeros(3)))
-    attempt("stash as a folder name", lambda: os.mkdir("/tmp/label-1"))
-    attempt("reopen stdout", lambda: open("/proc/self/fd/1", "rb"))
-    attempt("dev stdout", lambda: open("/dev/stdout", "rb"))
-    attempt("signal the parent", lambda: os.kill(os.getppid(), 0))
-    if split == 4:  # every check passed on every split: now break the state budget
+''' + STASH_AND_SIGNAL_ATTEMPTS + '''    if split == 4:  # every check passed on every split: now break the state budget
         return {"count": np.array([split + 1]), "stash": np.zeros(20_000)}
     return {"count": np.array([split + 1])}
 

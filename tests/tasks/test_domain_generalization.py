@@ -12,7 +12,7 @@ import pytest
 
 from benchmark.tasks import workspace as ws
 from benchmark.tasks.manifest import TaskSpec
-from task_kit import baseline_run, code_copy, ev, phase_args, prepared, run_driver, spec
+from task_kit import baseline_run, driver_rejects, ev, prepared, rejects_inprocess, spec
 
 TASK = "domain_generalization"
 FEATURES = [f"x{i}" for i in range(128)]
@@ -90,9 +90,7 @@ def predict(model, x):
 
 
 def test_driver_rejects_predictions_that_depend_on_the_batch(prepared: ws.PreparedTask, tmp_path: Path) -> None:
-    code = code_copy(prepared, tmp_path / "code", {"model.py": BATCH_DEPENDENT})
-    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
-    assert result.returncode == 1 and "not a function of each row alone" in result.stderr, result.stderr
+    driver_rejects(prepared, tmp_path, {"model.py": BATCH_DEPENDENT}, "not a function of each row alone")
 
 
 @pytest.mark.parametrize("breakage, reason", [
@@ -104,10 +102,5 @@ def test_evaluator_rejects_invalid_predictions(prepared: ws.PreparedTask, ev, tm
     """Beyond tests/test_tasks.py's hostile cases (no file, binary, NaN, foreign, duplicated, missing rows)."""
     key = pd.read_csv(prepared.labels_dir / "val.csv")
     breakage(pd.DataFrame({"id": key["id"], "label": key["target"]})).to_csv(tmp_path / "predictions.csv", index=False)
-    metrics = tmp_path / "metrics.json"
-    metrics.write_text('{"metrics": {"worst_env_accuracy": 1.0}}')
-    code = ev.main(["--phase", "val", "--predictions-dir", str(tmp_path), "--labels", str(prepared.labels_dir),
-                    "--metrics", str(metrics)])
-    err = capsys.readouterr().err
-    assert code == 1 and len(err.strip().splitlines()) == 1 and reason in err, err
-    assert not metrics.exists()
+    line = rejects_inprocess(ev, "val", tmp_path, prepared.labels_dir, tmp_path, capsys)
+    assert reason in line, line

@@ -4,33 +4,23 @@ The checks every task gets (record, floor, hostile predictions, reference): test
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from task_kit import (ev, evaluate_ok, overlay_run, prepared, rejects_inprocess, run_sandboxed, searcher, task_dir,
-                      task_module)
+from task_kit import (assert_search_found_nothing, data_digest, ev, evaluate_ok, overlay_run, prepared,
+                      rejects_inprocess, run_sandboxed, searcher, task_dir, task_module)
 
 TASK = "fairness"
-
-
-def _digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            h.update(str(path.relative_to(folder)).encode() + path.read_bytes())
-    return h.hexdigest()
 
 
 def test_prepare_is_deterministic_and_splits_are_disjoint(prepared, tmp_path):
     fair_prepare = task_module(TASK, "prepare")
 
     fair_prepare.main(["--out", str(tmp_path / "again")])
-    for part in ("public", "test_inputs", "labels"):
-        assert _digest(tmp_path / "again" / part) == _digest(prepared.root / part)
+    assert data_digest(tmp_path / "again") == data_digest(prepared.root)
     train = pd.read_csv(prepared.public_dir / "train.csv")
     val = pd.read_csv(prepared.public_dir / "val_inputs.csv")
     test = pd.read_csv(prepared.test_inputs_dir / "test_inputs.csv")
@@ -128,10 +118,5 @@ def test_val_phase_cannot_reach_the_labels(prepared, tmp_path):
                      names=["val_labels.csv", "test_labels.csv", "test_inputs.csv"])
     model = probe + "\nimport numpy as np\ndef fit_predict(train, inputs, params):\n    return np.zeros(len(inputs))\n"
     run = run_sandboxed(prepared, {"model.py": model}, "val", tmp_path)
-    outcome, sandboxed = run.outcome, run.sandboxed
-    assert outcome.ok, outcome.bug_reason
-    stdout = outcome.stdout.decode()
-    assert "SEARCH DONE" in stdout and outcome.primary == pytest.approx(prepared.spec.metric.floor)
-    if not sandboxed:
-        pytest.skip("without bwrap the host filesystem is visible; the sandbox is what hides the labels")
-    assert "FOUND" not in stdout, stdout
+    assert run.outcome.primary == pytest.approx(prepared.spec.metric.floor), run.outcome.bug_reason
+    assert_search_found_nothing(run)

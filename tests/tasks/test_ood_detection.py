@@ -12,7 +12,8 @@ import pytest
 
 from benchmark.tasks import workspace as ws
 from benchmark.tasks.manifest import TaskSpec
-from task_kit import baseline_run, code_copy, ev, overlay_run, phase_args, prepared, run_driver, spec
+from task_kit import (baseline_run, driver_rejects, ev, overlay_run, prepared, rejects_inprocess, spec,
+                      value_column_breakages)
 
 TASK = "ood_detection"
 PIXELS = [f"p{i}" for i in range(64)]
@@ -97,10 +98,8 @@ def score(detector, x):
 
 
 def test_driver_rejects_scores_that_depend_on_the_batch(prepared: ws.PreparedTask, tmp_path: Path) -> None:
-    code = code_copy(prepared, tmp_path / "code", {"model.py": BATCH_DEPENDENT})
-    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
-    assert result.returncode == 1 and "not a function of each image alone" in result.stderr, result.stderr
-    assert not (tmp_path / "out" / "scores.csv").exists()
+    driver_rejects(prepared, tmp_path, {"model.py": BATCH_DEPENDENT}, "not a function of each image alone",
+                   output="scores.csv")
 
 
 def _val_scores(prepared: ws.PreparedTask) -> pd.DataFrame:
@@ -108,23 +107,13 @@ def _val_scores(prepared: ws.PreparedTask) -> pd.DataFrame:
     return pd.DataFrame({"id": key["id"], "score": (key["ood"] * 2.0 - 1).to_numpy()})
 
 
-@pytest.mark.parametrize("breakage, reason", [
-    (lambda f: f.assign(score=[np.inf] + list(f["score"].iloc[1:])), "NaN or infinite"),
-    (lambda f: f.drop(columns="score"), "lacks columns"),
-    (lambda f: f.assign(score=["x"] + list(f["score"].iloc[1:])), "not numbers"),
-    (lambda f: f.assign(id=f["id"] + 0.5), "must hold integers"),
-], ids=["inf", "no-score", "text", "float-id"])
+@pytest.mark.parametrize("breakage, reason", value_column_breakages("score", "id"))
 def test_evaluator_rejects_invalid_scores(prepared: ws.PreparedTask, ev, tmp_path: Path, capsys, breakage,
                                           reason: str) -> None:
     """Beyond tests/test_tasks.py's hostile cases (no file, binary, oversized, NaN, foreign, duplicated, missing)."""
     breakage(_val_scores(prepared)).to_csv(tmp_path / "scores.csv", index=False)
-    metrics = tmp_path / "metrics.json"
-    metrics.write_text('{"metrics": {"auroc": 1.0}}')  # a stale file must not survive a failed evaluation
-    code = ev.main(["--phase", "val", "--predictions-dir", str(tmp_path), "--labels", str(prepared.labels_dir),
-                    "--metrics", str(metrics)])
-    err = capsys.readouterr().err
-    assert code == 1 and len(err.strip().splitlines()) == 1 and reason in err, err
-    assert not metrics.exists()
+    line = rejects_inprocess(ev, "val", tmp_path, prepared.labels_dir, tmp_path, capsys)
+    assert reason in line, line
 
 
 def test_evaluator_scores_known_answers(prepared: ws.PreparedTask, ev) -> None:

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from conftest import HANG_TIMEOUT_S
-from task_kit import TASK_ENV, baseline_run, code_copy, ev, phase_args, prepared, run_driver, task_dir
+from task_kit import TASK_ENV, baseline_run, driver_rejects, ev, prepared, task_dir
 
 TASK = "privacy"
 TASK_DIR = task_dir(TASK)
@@ -175,10 +175,7 @@ def test_baseline_driver_writes_one_score_per_candidate(prepared) -> None:
 ], ids=["short", "nan", "dict", "2d"])
 def test_driver_rejects_what_the_attack_returns(prepared, tmp_path: Path, body: str, reason: str) -> None:
     attack = f"import numpy as np\ndef attack(target, cx, cy, ax, ay, params, seed):\n    {body}\n"
-    code = code_copy(prepared, tmp_path / "code", {"attack.py": attack})
-    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
-    assert result.returncode == 1 and reason in result.stderr, result.stderr
-    assert not (tmp_path / "out" / "scores.csv").exists()
+    driver_rejects(prepared, tmp_path, {"attack.py": attack}, reason, output="scores.csv")
 
 
 def test_description_states_the_metric_and_the_recipe() -> None:

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from conftest import SESSION_START_ENV
-from task_kit import (code_copy, ev, evaluator_rejects, phase_args, prepare_again, prepared, prepared_digest,
-                      run_driver, task_dir)
+from task_kit import (code_copy, driver_rejects, ev, evaluator_rejects, phase_args, prepare_again, prepared,
+                      prepared_digest, run_driver, task_dir)
 
 TASK = "representation_learning"
 TASK_DIR = task_dir(TASK)
@@ -96,10 +96,7 @@ def test_val_embeddings_cannot_be_scored_as_test(prepared, tmp_path) -> None:
 def test_driver_rejects_oversized_embeddings(prepared, tmp_path: Path) -> None:
     encoder = ("import numpy as np\ndef pretrain(x, params, device):\n    return None\n"
                "def embed(encoder, x, params, device):\n    return np.zeros((len(x), 33))\n")
-    code = code_copy(prepared, tmp_path / "code", {"encoder.py": encoder})
-    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
-    assert result.returncode == 1 and "1 <= d <= 32" in result.stderr, result.stderr
-    assert not (tmp_path / "out" / "embeddings.csv").exists()
+    driver_rejects(prepared, tmp_path, {"encoder.py": encoder}, "1 <= d <= 32", output="embeddings.csv")
 
 
 PORTABLE = {"ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "OMP_NUM_THREADS", "MKL_NUM_THREADS"}

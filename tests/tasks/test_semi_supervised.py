@@ -12,7 +12,8 @@ import pytest
 
 from benchmark.tasks import workspace as ws
 from benchmark.tasks.manifest import TaskSpec
-from task_kit import baseline_run, code_copy, ev, phase_args, prepared, run_driver, spec, with_params
+from task_kit import (baseline_run, code_copy, driver_rejects, ev, phase_args, prepared, rejects_inprocess, run_driver,
+                      spec, with_params)
 
 TASK = "semi_supervised"
 PIXELS = [f"p{i}" for i in range(64)]
@@ -48,9 +49,7 @@ def predict(model, x):
 
 
 def test_driver_rejects_predictions_learned_from_the_batch(prepared: ws.PreparedTask, tmp_path: Path) -> None:
-    code = code_copy(prepared, tmp_path / "code", {"model.py": TRANSDUCTIVE})
-    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
-    assert result.returncode == 1 and "not a function of each row alone" in result.stderr, result.stderr
+    driver_rejects(prepared, tmp_path, {"model.py": TRANSDUCTIVE}, "not a function of each row alone")
 
 
 @pytest.mark.parametrize("breakage, reason", [
@@ -62,13 +61,8 @@ def test_evaluator_rejects_invalid_predictions(prepared: ws.PreparedTask, ev, tm
                                                reason: str) -> None:
     """Beyond tests/test_tasks.py's hostile cases (no file, binary, NaN, foreign, duplicated, missing rows)."""
     breakage(pd.read_csv(prepared.labels_dir / "val.csv")).to_csv(tmp_path / "predictions.csv", index=False)
-    metrics = tmp_path / "metrics.json"
-    metrics.write_text('{"metrics": {"accuracy": 1.0}}')
-    code = ev.main(["--phase", "val", "--predictions-dir", str(tmp_path), "--labels", str(prepared.labels_dir),
-                    "--metrics", str(metrics)])
-    err = capsys.readouterr().err
-    assert code == 1 and len(err.strip().splitlines()) == 1 and reason in err, err
-    assert not metrics.exists()
+    line = rejects_inprocess(ev, "val", tmp_path, prepared.labels_dir, tmp_path, capsys)
+    assert reason in line, line
 
 
 def test_evaluator_scores_known_answers(prepared: ws.PreparedTask, ev) -> None:

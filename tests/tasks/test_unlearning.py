@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from task_kit import code_copy, ev, evaluator_rejects, phase_args, prepared, run_driver, task_dir
+from task_kit import driver_rejects, ev, evaluator_rejects, prepared, task_dir
 
 TASK = "unlearning"
 TASK_DIR = task_dir(TASK)
@@ -118,10 +118,7 @@ def test_evaluator_never_unpickles_and_rejects_bombs(prepared, ev, tmp_path: Pat
 def test_driver_rejects_a_different_architecture(prepared, tmp_path: Path) -> None:
     unlearn = ("import torch\ndef unlearn(model, fx, fy, rx, ry, params, device):\n"
                "    return torch.nn.Sequential(torch.nn.Linear(100, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))\n")
-    code = code_copy(prepared, tmp_path / "code", {"unlearn.py": unlearn})
-    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
-    assert result.returncode == 1 and "architecture of arch.py" in result.stderr, result.stderr
-    assert not (tmp_path / "out" / "model.npz").exists()
+    driver_rejects(prepared, tmp_path, {"unlearn.py": unlearn}, "architecture of arch.py", output="model.npz")
 
 
 def test_description_states_the_formula() -> None:
