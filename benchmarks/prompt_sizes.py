@@ -64,7 +64,9 @@ def demo(agent: str) -> Path:
     return Path(run_benchmark(cfg, get_registry(), echo=lambda line: None)["run_dir"])
 
 
-def main() -> None:
+def main() -> int:
+    from benchmark.common.errors import UserError
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", nargs="?", type=Path)
     parser.add_argument("--show", help="print this node's prompts in full")
@@ -72,8 +74,13 @@ def main() -> None:
     args = parser.parse_args()
     if (args.run_dir is None) == (args.demo is None):
         parser.error("give a RUN_DIR or --demo AGENT")
-    report(demo(args.demo) if args.demo else args.run_dir, args.show)
+    try:
+        report(demo(args.demo) if args.demo else args.run_dir, args.show)
+    except UserError as exc:  # e.g. a stale workspace: one line naming the fix, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
