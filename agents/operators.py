@@ -9,6 +9,7 @@ feedback; the engine records it without spending an experiment, and the next pro
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -17,6 +18,7 @@ from typing import Any, Callable, Sequence
 from agents import prompts
 from agents.prompts import PromptConfig
 from agents.text import Section, is_library_frame, assemble, diff_stats, head_lines, summarize
+from benchmark.common.moved import deprecated_names
 from benchmark.plugins.agent_api import Action, Analysis, Analyzer, OpContext, Operator, Proposal
 from benchmark.plugins.edits import apply_edits
 from benchmark.records.journal import Node
@@ -129,6 +131,33 @@ def bind(cfg: Any, roles: tuple[str, ...] = EDIT_ROLES, explored: bool = False) 
 def analyzer(cfg: Any) -> Analyzer:
     bound: Callable[[OpContext, Node], Analysis] = functools.partial(analyze, cfg=cfg)
     return bound
+
+
+def _prompt_config(cfg: Any) -> PromptConfig:
+    """The old operators took any config with edit_format/memory_size/output_tail_chars; the newer settings
+    a config lacks take their defaults."""
+    if isinstance(cfg, PromptConfig):
+        return cfg
+    return PromptConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(PromptConfig) if hasattr(cfg, f.name)})
+
+
+def _legacy_operator(role: str) -> Operator:
+    def operator(ctx: OpContext, parents: list[Node], action: Action, cfg: Any) -> Proposal:
+        return edit(ctx, parents, action, role, _prompt_config(cfg))
+
+    operator.__name__ = operator.__qualname__ = role
+    operator.__doc__ = f"Deprecated: edit(ctx, parents, action, {role!r}, cfg), or bind(cfg)[{role!r}]."
+    return operator
+
+
+# Public names an earlier release had here (third-party agents import them): one release of warnings.
+__getattr__ = deprecated_names(__name__, {
+    "improve": (_legacy_operator("improve"), "use agents.operators.bind(cfg)['improve'] "
+                                             "or edit(ctx, parents, action, 'improve', cfg)"),
+    "debug": (_legacy_operator("debug"), "use agents.operators.bind(cfg)['debug'] "
+                                         "or edit(ctx, parents, action, 'debug', cfg)"),
+    "SYSTEM": (prompts.SYSTEM, "use agents.prompts.SYSTEM"),
+})
 
 
 # -- ideas (AI Scientist v1/v2) ------------------------------------------------------------------

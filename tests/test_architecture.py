@@ -1,4 +1,4 @@
-"""The import graph of benchmark/, agents/ and task_runtime/ has no circles and points one way (docs/architecture.md).
+"""The import graph of researchbench/, benchmark/, agents/ and task_runtime/ has no circles and points one way (docs/architecture.md).
 
 Every import counts, function-level ones included, except those under `if TYPE_CHECKING:` (they never
 run). Importing `a.b.c` also runs the `__init__` of `a` and `a.b`, so those are edges too.
@@ -17,7 +17,7 @@ import pytest
 from benchmark.common.moved import MOVED  # old paths kept for one release; the harness must not use them
 
 ROOT = Path(__file__).resolve().parents[1]
-SCANNED = ("benchmark", "agents", "task_runtime")
+SCANNED = ("researchbench", "benchmark", "agents", "task_runtime")
 NOT_HARNESS_CODE = ("templates",)  # task templates: task code copied into new tasks, not harness modules
 
 # The one-way order: a module may import its own package and packages of a LOWER rank, nothing else
@@ -32,6 +32,7 @@ LAYERS = {
     "benchmark.plugins": 3,
     "benchmark.scoring": 4,
     "agents": 4,
+    "researchbench": 4,  # the public API for plugin authors: re-exports the layers below; nothing imports it
     "benchmark.run": 5,
     "benchmark.launch": 6,
     "benchmark.authoring": 6,

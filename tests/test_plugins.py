@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmark.plugins.agent_api import AGENT_API_VERSION
+from benchmark.plugins.manager import api_version_problem
 from conftest import FIXTURES, REPO, run_cli
 
 
@@ -31,7 +33,7 @@ def test_every_hook_is_documented_with_its_exact_signature() -> None:
 def plugin_site(tmp_path_factory) -> Path:
     """Install the fixture plugin packages the way a user would, into a private target dir."""
     target = tmp_path_factory.mktemp("site")
-    for package in ("researchbench-stepper", "researchbench-broken"):
+    for package in ("researchbench-stepper", "researchbench-broken", "researchbench-future"):
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                         "--target", str(target), str(FIXTURES / "plugins" / package)], check=True)
     return target
@@ -42,10 +44,27 @@ def test_installed_agent_plugin_runs_and_broken_plugin_is_skipped(plugin_site: P
                    env={"PYTHONPATH": str(plugin_site)})
     assert proc.returncode == 0, proc.stderr
     assert "skipping plugin broken" in proc.stderr and "Traceback" not in proc.stderr
+    (line,) = [ln for ln in proc.stderr.splitlines() if "plugin future" in ln]  # one line, agent API 2.0 > 1.0
+    assert f"written for agent API 2.0, this researchbench has {AGENT_API_VERSION}; upgrade researchbench" in line
     (run_dir,) = (tmp_path / "stepper" / "toy").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["agent"] == "stepper" and summary["steps"]["experiments"] == 2
     assert summary["best"]["val"] == 0.0  # slope 1 + 2 x 1.0 = 3, the true slope
+
+
+def test_a_plugin_written_for_another_agent_api_is_not_loaded(plugin_site: Path) -> None:
+    proc = run_cli("agent=future", "task=toy", env={"PYTHONPATH": str(plugin_site)})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "skipping plugin future: it was written for agent API 2.0" in proc.stderr
+
+
+@pytest.mark.parametrize("declared,problem", [
+    (None, ""), ("1.0", ""), ("1.4", ""), ("1.5", "written for agent API 1.5, this researchbench has 1.4; upgrade"),
+    ("2.0", "upgrade researchbench"), ("0.9", "install a release of rb_x written for agent API 1.x, or port it"),
+    ("one", "not a 'MAJOR.MINOR' string"), (1.0, "not a 'MAJOR.MINOR' string")])
+def test_agent_api_compatibility(declared, problem) -> None:
+    found = api_version_problem("rb_x", declared, harness="1.4")
+    assert problem in found if problem else found == ""
 
 
 def test_plugin_agent_config_is_validated(plugin_site: Path) -> None:

@@ -1,9 +1,12 @@
-"""Old import paths that third-party plugins and tasks use, kept for one release after the layout change.
+"""Old import paths and removed public names that third-party plugins and tasks use, kept for one release.
 
-No file sits at an old path (so version control sees each move as a rename): an import finder answers
+Modules: no file sits at an old path (so version control sees each move as a rename): an import finder answers
 for the names in MOVED. The old name then *is* the new module (same objects, so isinstance checks,
 monkeypatching and `from old import name` keep working), and the importer gets a DeprecationWarning
 naming the new path, attributed to its own import line (`warnings` skips the import machinery's frames).
+
+Names: a module lists its removed public names in `deprecated_names(...)`, whose module-level `__getattr__`
+hands out the replacement and warns where the old name is used. Both answer for one release, then go.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import importlib.util
 import sys
 import warnings
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 MOVED = {
     "benchmark.agent_api": "benchmark.plugins.agent_api",
@@ -45,3 +48,19 @@ def install() -> None:
     """Answer for the old names; idempotent. Appended, so a real module always wins."""
     if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
         sys.meta_path.append(_MovedModules())
+
+
+def deprecated_names(module: str, replacements: dict[str, tuple[Any, str]]) -> Callable[[str], Any]:
+    """A module `__getattr__` answering for removed names: `replacements[name] = (object, what to use now)`.
+
+    Only names missing from the module reach `__getattr__`, so a name that is back for real wins."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in replacements:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        value, instead = replacements[name]
+        warnings.warn(f"{module}.{name} is deprecated and will be removed in the next release; {instead}",
+                      DeprecationWarning, stacklevel=2)  # 2 = the code that used the name
+        return value
+
+    return __getattr__

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from benchmark.run.commands import CommandResult
     from benchmark.tasks.manifest import Budget, TaskSpec
 
+# The version of what a plugin sees (these types, the hooks, OpContext's fields), "MAJOR.MINOR": a minor
+# bump only adds; a major bump removes or changes meaning. A plugin declares the version it was written
+# for as RESEARCHBENCH_AGENT_API = "1.0" in its entry-point module (docs/plugins.md).
+AGENT_API_VERSION = "1.0"
 
 @dataclass(frozen=True)
 class Action:

@@ -13,13 +13,14 @@ import importlib
 import importlib.metadata
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 import pluggy
 
-from benchmark.plugins.agent_api import AgentSpec
+from benchmark.plugins.agent_api import AGENT_API_VERSION, AgentSpec
 
 PROJECT = "researchbench"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -91,6 +92,43 @@ def _skip(registry: Registry, name: str, exc: BaseException) -> None:
     log.warning("researchbench: skipping plugin %s: %s: %s", name, type(exc).__name__, exc)
 
 
+API_ATTRIBUTE = "RESEARCHBENCH_AGENT_API"  # what a plugin module sets to the AGENT_API_VERSION it was written for
+
+
+def _major_minor(version: str) -> tuple[int, int] | None:
+    match = re.fullmatch(r"(\d+)\.(\d+)", version.strip())
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def api_version_problem(plugin: str, declared: Any, harness: str = AGENT_API_VERSION) -> str:
+    """Why a plugin written for agent API `declared` cannot load here ("" when it can, or declares none).
+
+    Same major and a minor no newer than the harness's: compatible (minor versions only add)."""
+    if declared is None:
+        return ""
+    have = _major_minor(harness)
+    want = _major_minor(declared) if isinstance(declared, str) else None
+    if want is None or have is None:
+        return (f"it declares {API_ATTRIBUTE} = {declared!r}, not a 'MAJOR.MINOR' string; set it to the agent "
+                f"API version it was written for (this researchbench has {harness})")
+    if want[0] == have[0] and want[1] <= have[1]:
+        return ""
+    fix = (f"upgrade researchbench, or install a release of {plugin} written for agent API {harness}" if want > have
+           else f"install a release of {plugin} written for agent API {have[0]}.x, or port it (CHANGELOG.md, Breaking)")
+    return f"it was written for agent API {declared}, this researchbench has {harness}; {fix}"
+    have = _major_minor(harness)
+    want = _major_minor(declared) if isinstance(declared, str) else None
+    if want is None:
+        return (f"plugin {plugin} declares {API_ATTRIBUTE} = {declared!r}, not a 'MAJOR.MINOR' string; "
+                f"set it to the agent API version it was written for (this researchbench has {harness})")
+    if want[0] != have[0] or want[1] > have[1]:
+        fix = (f"upgrade researchbench, or install a release of {plugin} written for agent API {harness}" if want > have else
+               f"install a release of {plugin} written for agent API {have[0]}.x, or port it (CHANGELOG.md, Breaking)")
+        return (f"plugin {plugin} was written for agent API {declared}, this researchbench has {harness}; "
+                f"{fix}")
+    return ""
+
+
 def _task_name(path: Path) -> str:
     """The manifest's name, or the folder's when the manifest is unreadable (load_task reports why)."""
     import yaml
@@ -115,9 +153,16 @@ def get_registry() -> Registry:
             if pm.has_plugin(ep.name):
                 continue
             try:
-                pm.register(ep.load(), name=ep.name)
+                plugin = ep.load()
+                problem = api_version_problem(ep.name, getattr(plugin, API_ATTRIBUTE, None))
+                if not problem:
+                    pm.register(plugin, name=ep.name)
             except Exception as exc:
                 _skip(registry, ep.name, exc)
+                continue
+            if problem:
+                registry.skipped.append(f"{ep.name}: {problem}")
+                log.warning("researchbench: skipping plugin %s: %s", ep.name, problem)
 
     def add(table: dict, key: str, value: Any, kind: str) -> None:
         if key in table:
