@@ -5,7 +5,7 @@ Not a setuptools script (packaging lives in pyproject.toml with hatchling, which
     python setup.py --list
     python setup.py --task causality [--task ...] [--force] [--skip-requirements] [--download]
     python setup.py --all | --suite lite
-    python setup.py --check causality [...] | --check --all | --check --suite lite  [--reference]
+    python setup.py --check causality [...] | --check --all | --check --suite lite  [--reference] [--migrate]
     python setup.py --new my_task [--from tabular] [--dest DIR]
 
 Tasks come from the plugin registry, so tasks that third-party plugins register are set up the same
@@ -68,13 +68,27 @@ def _require_known(names: list[str], tasks: dict[str, Path]) -> None:
                         f"folders in ${TASKS_PATH_ENV}, and task plugins)")
 
 
-def _check(names: list[str], tasks: dict[str, Path], skip_requirements: bool, reference: bool = False) -> int:
-    """Run every check on each task; print a table per task; 0 when all pass, else 1."""
+def _migrate(names: list[str], tasks: dict[str, Path]) -> None:
+    """Rewrite each task's schema-1 manifest to the current schema; one line per task."""
+    from benchmark.tasks.schema import SCHEMA_VERSION, migrate_file
+
+    for name in dict.fromkeys(names):
+        path = tasks[name] / "task.yaml"
+        changes = migrate_file(path)
+        print(f"{name}: {path} " + (f"migrated ({'; '.join(changes)})" if changes else
+                                    f"needs no migration (not schema 1; this researchbench reads schema {SCHEMA_VERSION})"))
+
+
+def _check(names: list[str], tasks: dict[str, Path], skip_requirements: bool, reference: bool = False,
+           migrate: bool = False) -> int:
+    """Run every check on each task (after migrating its manifest, if asked); a table per task; 0 when all pass."""
     from benchmark.authoring.task_check import check_task
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import ensure_requirements
 
     _require_known(names, tasks)
+    if migrate:
+        _migrate(names, tasks)
     failed: list[str] = []
     for name in dict.fromkeys(names):
         if not skip_requirements:
@@ -116,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
                         "in the sandbox, determinism, trivial predictors vs the floor, no labels in the val phase")
     parser.add_argument("--reference", action="store_true", help="with --check: also run the task's reference "
                         "solution on the hidden test for every baseline seed (it must reach the target)")
+    parser.add_argument("--migrate", action="store_true", help="with --check: first rewrite a schema-1 task.yaml "
+                        "to the current schema (a minimal edit that keeps comments and order)")
     parser.add_argument("--from", dest="template", default="tabular", help="template for --new (default: tabular)")
     parser.add_argument("--dest", metavar="DIR", help="with --new: create the task folder inside DIR")
     parser.add_argument("--force", action="store_true", help="redo the workspace even when it verifies")
@@ -130,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
                 raise UserError("--check needs task names, --all, or --suite <name> (e.g. `--check causality`)")
             tasks = _known_tasks()
             names = args.check or (list(tasks) if args.all else _suite(args.suite))
-            return _check(names, tasks, args.skip_requirements, args.reference)
+            return _check(names, tasks, args.skip_requirements, args.reference, args.migrate)
+        if args.migrate:
+            raise UserError("--migrate goes with --check (e.g. `python setup.py --check causality --migrate`)")
         if args.new:
             _new(args.new, args.template, args.dest)
             return 0

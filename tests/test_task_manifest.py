@@ -19,7 +19,7 @@ from benchmark.tasks.manifest import PLACEHOLDERS, load_task, render
 REPO = Path(__file__).resolve().parents[1]
 
 VALID: dict[str, Any] = {
-    "schema": 1,
+    "schema": 2,
     "name": "mini",
     "version": "1",
     "domain": "testing",
@@ -105,7 +105,7 @@ def test_causality_manifest_loads_and_renders() -> None:
 
 
 def test_malformed_yaml(tmp_path: Path) -> None:
-    message = expect_error(tmp_path, text="schema: 1\nname: [unclosed\n")
+    message = expect_error(tmp_path, text="schema: 2\nname: [unclosed\n")
     assert "not valid YAML" in message and "line" in message
 
 
@@ -223,7 +223,7 @@ def test_bad_name(tmp_path: Path, name: str) -> None:
 
 
 def test_schema_version(tmp_path: Path) -> None:
-    assert "schema 1" in expect_error(tmp_path, broken(lambda r: r.update(schema=2)), key="schema")
+    assert "reads schema 2" in expect_error(tmp_path, broken(lambda r: r.update(schema=3)), key="schema")
 
 
 def test_budget_bounds(tmp_path: Path) -> None:

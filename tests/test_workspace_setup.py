@@ -45,7 +45,7 @@ def tiny_task(tmp_path: Path, name: str = "tiny", version: str = "1") -> TaskSpe
     (task_dir / "description.md").write_text("# tiny\n")
     (task_dir / "prepare.py").write_text(TINY_PREPARE)
     manifest = {
-        "schema": 1, "name": name, "version": version, "domain": "testing", "description": "description.md",
+        "schema": 2, "name": name, "version": version, "domain": "testing", "description": "description.md",
         "code": "baseline", "editable": ["model.py"],
         "metric": {"name": "mse", "direction": "lower", "floor": 1.0, "target": 0.0, "rationale": "test"},
         "budget": {"steps": 1, "compute_hours": 1, "step_timeout_s": 5, "usd": 0},

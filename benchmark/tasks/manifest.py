@@ -16,8 +16,7 @@ from typing import Any
 import yaml
 
 from benchmark.common.errors import UserError
-
-SCHEMA_VERSION = 1
+from benchmark.tasks.schema import SCHEMA_VERSION, notice, upgrade
 
 # Placeholders each kind of command may use. Agent-run phases never see {labels} or {metrics};
 # only the test phase sees {test_inputs}. This is how the manifest keeps hidden data hidden.
@@ -271,9 +270,13 @@ def load_task(task_dir: Path) -> TaskSpec:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         where = f" at line {line + 1}" if line is not None else ""
         raise UserError(f"{path}: not valid YAML{where}; fix the syntax (see docs/tasks.md)") from None
+    raw, changes = upgrade(raw, Path(task_dir))  # an older schema, read as the current one
+    if changes:
+        notice(path, raw["name"] if isinstance(raw.get("name"), str) else path.parent.name, changes)
     raw = reader.mapping(raw, "", TaskSpec)
     if raw["schema"] != SCHEMA_VERSION:
-        raise reader.fail("schema", f"is {raw['schema']!r}; this researchbench reads schema {SCHEMA_VERSION}")
+        raise reader.fail("schema", f"is {raw['schema']!r}; this researchbench reads schema {SCHEMA_VERSION} "
+                                    f"(and schema 1, upgraded on load)")
     for key in ("name", "version", "domain", "description", "code"):
         reader.typed(raw[key], key, str)
     if not re.fullmatch(r"[a-z0-9][a-z0-9_\-]*", raw["name"]):
