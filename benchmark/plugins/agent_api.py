@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 # for as RESEARCHBENCH_AGENT_API = "1.0" in its entry-point module (docs/plugins.md).
 AGENT_API_VERSION = "1.0"
 
+
 @dataclass(frozen=True)
 class Action:
     operator: str  # key into Agent.operators, e.g. "improve", "debug", "tune"

@@ -116,17 +116,6 @@ def api_version_problem(plugin: str, declared: Any, harness: str = AGENT_API_VER
     fix = (f"upgrade researchbench, or install a release of {plugin} written for agent API {harness}" if want > have
            else f"install a release of {plugin} written for agent API {have[0]}.x, or port it (CHANGELOG.md, Breaking)")
     return f"it was written for agent API {declared}, this researchbench has {harness}; {fix}"
-    have = _major_minor(harness)
-    want = _major_minor(declared) if isinstance(declared, str) else None
-    if want is None:
-        return (f"plugin {plugin} declares {API_ATTRIBUTE} = {declared!r}, not a 'MAJOR.MINOR' string; "
-                f"set it to the agent API version it was written for (this researchbench has {harness})")
-    if want[0] != have[0] or want[1] > have[1]:
-        fix = (f"upgrade researchbench, or install a release of {plugin} written for agent API {harness}" if want > have else
-               f"install a release of {plugin} written for agent API {have[0]}.x, or port it (CHANGELOG.md, Breaking)")
-        return (f"plugin {plugin} was written for agent API {declared}, this researchbench has {harness}; "
-                f"{fix}")
-    return ""
 
 
 def _task_name(path: Path) -> str:

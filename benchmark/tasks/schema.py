@@ -10,6 +10,7 @@ minimal text edit (comments and order kept).
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import sys
@@ -108,13 +109,14 @@ def migrate_file(path: Path) -> list[str]:
     A minimal text edit, so comments, order and layout stay: the `schema:` line changes and `outputs`
     goes in after the evaluator's entry. Written to a temporary file and renamed over the old one."""
     try:
-        raw = yaml.safe_load(path.read_text())
+        text = path.read_text()
+        raw = yaml.safe_load(text)
     except (OSError, yaml.YAMLError) as exc:
         raise UserError(f"{path}: cannot read it ({type(exc).__name__}); fix it, then migrate") from None
     upgraded, changes = upgrade(raw, path.parent)
     if not changes:
         return []
-    lines = path.read_text().splitlines(keepends=True)
+    lines = text.splitlines(keepends=True)
     schema_line = next((i for i, ln in enumerate(lines) if re.match(r"schema\s*:\s*1\s*(#.*)?$", ln.rstrip("\n"))), None)
     if schema_line is None:
         raise UserError(f"{path}: no top-level `schema: 1` line to rewrite; edit it by hand (see docs/tasks.md)")
@@ -124,8 +126,12 @@ def migrate_file(path: Path) -> list[str]:
             lines[-1] += "\n"
         at = _after_entry(lines, "evaluator")
         lines[at:at] = ["# What the evaluator is handed: the harness copies exactly these regular files out of {output}.\n",
-                        f"outputs: [{', '.join(_quote(o) for o in upgraded['outputs'])}]\n"]
-    _write_atomic(path, "".join(lines))
+                        f"outputs: {json.dumps(upgraded['outputs'])}\n"]  # JSON: a YAML flow list
+    try:
+        _write_atomic(path, "".join(lines))
+    except OSError as exc:
+        raise UserError(f"{path}: cannot rewrite it ({exc.strerror or exc}); copy the task somewhere writable, "
+                        "or update the file by hand (docs/tasks.md, Schema versions)") from None
     return changes
 
 
@@ -138,10 +144,6 @@ def _after_entry(lines: list[str], key: str) -> int:
     while end < len(lines) and lines[end][:1] in (" ", "\t"):
         end += 1
     return end
-
-
-def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _write_atomic(path: Path, text: str) -> None:
