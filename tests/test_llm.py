@@ -214,6 +214,33 @@ def test_replay_miss_is_an_error_record(tmp_path: Path) -> None:
     assert client.usage.failed_calls == 1
 
 
+def test_replay_follows_the_recorded_run_by_position_when_a_prompt_differs(tmp_path: Path) -> None:
+    """Prompts that show measured times never repeat exactly; a replay serves the reply recorded at the
+    same point (operator and its call number) and says so, and misses where the recording has none."""
+    base = dict(model="gpt-4o-mini", mock_responses=["draft one", "analysis one", "draft two"],
+                cache_dir=str(tmp_path))
+    recorder = LLMClient(LLMConfig(**base, cache="record"))
+    for text, operator in (("draft, baseline took 3.1 s", "draft"), ("analyze 3.1 s", "analyze"),
+                           ("draft again, 3.1 s", "draft")):
+        recorder.complete([{"role": "user", "content": text}], operator)
+
+    replayer = LLMClient(LLMConfig(**base, cache="replay"))
+    exact = replayer.complete([{"role": "user", "content": "draft, baseline took 3.1 s"}], "draft")
+    drifted = replayer.complete([{"role": "user", "content": "draft again, 2.9 s"}], "draft")
+    analysis = replayer.complete([{"role": "user", "content": "analyze 2.9 s"}], "analyze")
+    beyond = replayer.complete([{"role": "user", "content": "a third draft"}], "draft")
+    assert (exact.response, exact.replayed_by_position) == ("draft one", False)
+    assert (drifted.response, drifted.replayed_by_position, drifted.cached) == ("draft two", True, True)
+    assert analysis.response == "analysis one" and analysis.replayed_by_position
+    assert beyond.error.startswith("replay cache miss") and "'draft' call #3" in beyond.error
+
+    # a folder holding two different recordings cannot say which to follow: a miss, never a guess
+    LLMClient(LLMConfig(**{**base, "mock_responses": ["other draft"]}, cache="record")).complete(
+        [{"role": "user", "content": "another run's first draft"}], "draft")
+    ambiguous = LLMClient(LLMConfig(**base, cache="replay")).complete([{"role": "user", "content": "x"}], "draft")
+    assert ambiguous.error.startswith("replay cache miss")
+
+
 def test_auto_mode_calls_once_then_hits(llm_server: StubLLMServer, tmp_path: Path) -> None:
     llm_server.script(ok("cached answer"))
     client = LLMClient(stub_cfg(llm_server, cache="auto", cache_dir=str(tmp_path)))

@@ -13,7 +13,8 @@ class LLMCall:
 
     ``usd`` is None when the price is unknown (never a silent 0). For a cache hit, tokens and ``usd``
     are the figures recorded when the response was first produced, ``cached`` is True, ``attempts``
-    is 0 (no provider was asked) and ``latency_s`` is the time the lookup took. ``completion_tokens``
+    is 0 (no provider was asked) and ``latency_s`` is the time the lookup took; ``replayed_by_position``
+    says a replay served the reply recorded at the same point of the run because the prompt differed. ``completion_tokens``
     includes ``reasoning_tokens`` (as providers bill them). ``finish_reason`` "length" means the reply
     was cut by ``max_tokens``. ``prompt_chars`` is the size of the messages sent.
     """
@@ -30,6 +31,7 @@ class LLMCall:
     attempts: int = 0
     error: str = ""
     cached: bool = False
+    replayed_by_position: bool = False
     response: str = ""
     messages: list[dict] = field(default_factory=list)
 

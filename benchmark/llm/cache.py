@@ -30,10 +30,16 @@ def cache_key(cfg: LLMConfig, messages: list[dict]) -> str:
 
 
 class ResponseCache:
-    """One JSON file per request key; written atomically so a killed run never leaves half a file."""
+    """One JSON file per request key; written atomically so a killed run never leaves half a file.
+
+    Each entry also names the operator and its position among that operator's calls in the recorded
+    run, so a replay can fall back to "the same reply at the same point" when a prompt differs only
+    in what is not reproducible (the measured run times the prompts show).
+    """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        self._positions: Optional[dict[tuple[str, int], list[dict[str, Any]]]] = None
 
     def path(self, key: str) -> Path:
         return self.root / f"{key}.json"
@@ -48,6 +54,18 @@ class ResponseCache:
             _log.warning("ignoring unreadable LLM cache entry %s: %s", path, exc)
             return None
         return entry if isinstance(entry, dict) and isinstance(entry.get("response"), str) else None
+
+    def at_position(self, operator: str, position: int) -> Optional[dict[str, Any]]:
+        """The one recorded entry for ``operator``'s call number ``position``; None when there is none
+        or several (a folder that recorded several different runs cannot say which one to follow)."""
+        if self._positions is None:
+            self._positions = {}
+            for path in sorted(self.root.glob("*.json")):
+                entry = self.get(path.stem)
+                if entry is not None and isinstance(entry.get("position"), int):
+                    self._positions.setdefault((str(entry.get("operator", "")), entry["position"]), []).append(entry)
+        found = self._positions.get((operator, position), [])
+        return found[0] if len(found) == 1 else None
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)

@@ -192,20 +192,21 @@ class LLMClient:
         started = time.monotonic()
         self._check_budget()  # before the cache too: budgets are nominal, so replays stop where runs did
         key = cache_key(cfg, messages) if self._cache else ""
+        position = self.usage.operator_calls.get(operator, 0)  # this operator's calls before this one
         if self._cache and self.cfg.cache in ("replay", "auto"):
             entry = self._cache.get(key)
             if entry is not None:
                 return self._record(self._from_cache(cfg, entry, messages, time.monotonic() - started), operator)
             if self.cfg.cache == "replay":
-                miss = f"replay cache miss (key {key[:16]}) in {self.cfg.cache_dir}"
-                return self._record(LLMCall(model=cfg.model, error=miss, messages=messages), operator)
+                return self._record(self._replay_by_position(cfg, key, messages, operator, position, started),
+                                    operator)
         scripted = self._scripted_reply(operator)
         if isinstance(scripted, LLMCall):  # the script ran out for this operator
             scripted.messages = messages
             return self._record(scripted, operator)
         call, failure = self._call_provider(cfg, messages, started, scripted)
         if self._cache and call.ok:
-            self._cache.put(key, self._cache_entry(cfg, call))
+            self._cache.put(key, {**self._cache_entry(cfg, call), "operator": operator, "position": position})
         self._record(call, operator)
         if failure:
             self.unavailable = _outage(cfg, call, failure)
@@ -351,6 +352,22 @@ class LLMClient:
             "latency_s": call.latency_s,
             "recorded_at": time.time(),
         }
+
+    def _replay_by_position(self, cfg: LLMConfig, key: str, messages: list[dict], operator: str, position: int,
+                            started: float) -> LLMCall:
+        """A prompt the recording does not hold word for word: replay the reply recorded at the same
+        point of the run (``operator``'s call number ``position``), said in the log, since a prompt
+        that shows measured times never repeats exactly. A miss when the folder has no such call."""
+        entry = self._cache.at_position(operator, position) if self._cache else None
+        if entry is None:
+            miss = (f"replay cache miss (key {key[:16]}; no recorded '{operator}' call #{position + 1}) "
+                    f"in {self.cfg.cache_dir}")
+            return LLMCall(model=cfg.model, error=miss, messages=messages)
+        _log.warning("replay: the prompt of '%s' call #%d differs from the recording (e.g. measured times); "
+                     "replaying the reply recorded at that point", operator, position + 1)
+        call = self._from_cache(cfg, entry, messages, time.monotonic() - started)
+        call.replayed_by_position = True
+        return call
 
     def _from_cache(self, cfg: LLMConfig, entry: dict[str, Any], messages: list[dict], latency_s: float) -> LLMCall:
         usd = entry.get("usd")
