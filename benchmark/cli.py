@@ -98,9 +98,16 @@ def prevalidate(argv: list[str]) -> Invocation:
     will and run the start-up checks on it; exit 2 with one line on the first problem, before any
     job starts."""
     from benchmark.plugins.manager import get_registry
+    from benchmark.run.catalog import brief_help, list_command
     from benchmark.run.preflight import preflight
 
+    if argv[:1] == ["list"]:
+        list_command(argv[1:], get_registry(), fail)
+        raise SystemExit(0)
     invocation = parse(argv, fail)
+    if invocation.args.help:
+        print(brief_help(get_registry()))
+        raise SystemExit(0)
     if invocation.passthrough:
         return invocation
     overrides = list(invocation.args.overrides)

@@ -22,6 +22,7 @@ import pluggy
 from benchmark.plugins.agent_api import AgentSpec
 
 PROJECT = "researchbench"
+BUILTIN = "built-in"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class ExecutorSpec:
     # config object -> why this backend cannot run here ("" when it can), checked offline before a
     # run or any job of a sweep starts (e.g. missing credentials)
     preflight: Optional[Callable[[Any], str]] = None
+    description: str = ""  # one line, shown by `run_agent_benchmark.py list executors`
 
 
 @dataclass
@@ -72,6 +74,8 @@ class Registry:
     tasks: dict[str, Path] = field(default_factory=dict)
     executors: dict[str, ExecutorSpec] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # "name: reason" for plugins that failed
+    # (kind, name) -> who registered it: BUILTIN, or "package <distribution>" for an installed plugin
+    sources: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def notify(self, hook: str, **kwargs: Any) -> None:
         """Call a lifecycle hook on every plugin; one plugin's exception is logged, not raised."""
@@ -83,6 +87,15 @@ def _call_each(registry: Registry, hook: str, kwargs: dict[str, Any]) -> None:
         try:
             impl.function(**{k: kwargs[k] for k in impl.argnames})
         except Exception as exc:  # a broken plugin must not take the run down
+            _skip(registry, f"{impl.plugin_name} ({hook})", exc)
+
+
+def _register_each(registry: Registry, hook: str, register: Callable[[str, Any], None]) -> None:
+    """Call a register-style hook on every plugin, telling `register` which plugin gave each item."""
+    for impl in getattr(registry.pm.hook, hook).get_hookimpls():
+        try:
+            impl.function(register=functools.partial(register, impl.plugin_name))
+        except Exception as exc:  # a broken plugin must not take the CLI down
             _skip(registry, f"{impl.plugin_name} ({hook})", exc)
 
 
@@ -108,6 +121,7 @@ def get_registry() -> Registry:
     pm = pluggy.PluginManager(PROJECT)
     pm.add_hookspecs(HookSpecs)
     registry = Registry(pm)
+    origin = {module: BUILTIN for module in BUILTIN_PLUGINS}
     for module in BUILTIN_PLUGINS:
         pm.register(importlib.import_module(module), name=module)
     if not os.environ.get("RESEARCHBENCH_DISABLE_ENTRYPOINTS"):
@@ -118,20 +132,23 @@ def get_registry() -> Registry:
                 pm.register(ep.load(), name=ep.name)
             except Exception as exc:
                 _skip(registry, ep.name, exc)
+            else:
+                origin[ep.name] = f"package {ep.dist.name}" if ep.dist is not None else f"module {ep.value}"
 
-    def add(table: dict, key: str, value: Any, kind: str) -> None:
+    def add(table: dict, kind: str, plugin: str, key: str, value: Any) -> None:
         if key in table:
             log.warning("researchbench: %s '%s' registered twice; keeping the first", kind, key)
         else:
             table[key] = value
+            registry.sources[kind, key] = origin.get(plugin, plugin)
 
-    def add_task(path: Path | str) -> None:
+    def add_task(plugin: str, path: Path | str) -> None:
         path = Path(path).resolve()
-        add(registry.tasks, _task_name(path), path, "task")
+        add(registry.tasks, "task", plugin, _task_name(path), path)
 
-    _call_each(registry, "researchbench_register_agents",
-               {"register": lambda spec: add(registry.agents, spec.name, spec, "agent")})
-    _call_each(registry, "researchbench_register_tasks", {"register": add_task})
-    _call_each(registry, "researchbench_register_executors",
-               {"register": lambda spec: add(registry.executors, spec.name, spec, "executor")})
+    _register_each(registry, "researchbench_register_agents",
+                   lambda plugin, spec: add(registry.agents, "agent", plugin, spec.name, spec))
+    _register_each(registry, "researchbench_register_tasks", add_task)
+    _register_each(registry, "researchbench_register_executors",
+                   lambda plugin, spec: add(registry.executors, "executor", plugin, spec.name, spec))
     return registry
