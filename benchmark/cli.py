@@ -20,6 +20,7 @@ from benchmark.common.errors import UserError
 from benchmark.common.inert_text import inert
 from benchmark.common.paths import REPO_ROOT
 from benchmark.launch.sweep import Invocation, describe, expand, launcher_job_problem, launcher_problem, parse
+from benchmark.run.catalog import LIST_COMMAND
 
 CONFIG_DIR = REPO_ROOT / "configs"
 GROUPS = ("agent", "task", "executor", "llm")
@@ -49,12 +50,7 @@ def _fix_for(exc: Exception, overrides: list[str], compose: Callable) -> str:
     text = str(exc).strip()
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file and "/" in exc.missing_cfg_file:
         group, name = exc.missing_cfg_file.rsplit("/", 1)  # hydra/launcher/<name> too
-        choices = ", ".join(_options(group))
-        hint = {"agent": "install the agent's plugin package or pick one of these",
-                "task": "add ml_tasks/<name>/task.yaml, put its folder on $RESEARCHBENCH_TASKS_PATH, "
-                        "install a task plugin, or pick one of these"}.get(
-            group, "pick one of these")
-        return f"unknown {group} '{name}' (available: {choices}); {hint}"
+        return _unknown_option(group, name)
     if isinstance(exc, OverrideParseException):
         return f"cannot parse the override: {text.splitlines()[0]}; write overrides as key=value"
     if isinstance(exc, ConfigCompositionException):
@@ -67,6 +63,19 @@ def _fix_for(exc: Exception, overrides: list[str], compose: Callable) -> str:
         where = f"bad value in '{merging.group(1)}'" if merging else text.splitlines()[0]
         return f"{where}: {first}; see the expected types with --cfg job"
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _unknown_option(group: str, name: str) -> str:
+    """'did you mean' the closest option of the group, else every option, and where to read about them."""
+    options = _options(group)
+    close = difflib.get_close_matches(name, options, n=1)
+    found = f"did you mean '{close[0]}'?" if close else f"available: {', '.join(options)}"
+    if group not in GROUPS:
+        return f"unknown {group} '{name}'; {found}"
+    how = {"agent": "; a third-party agent needs its plugin package installed",
+           "task": "; a new task needs ml_tasks/<name>/task.yaml, its folder on $RESEARCHBENCH_TASKS_PATH, "
+                   "or a task plugin"}.get(group, "")
+    return f"unknown {group} '{name}'; {found} (descriptions: {LIST_COMMAND} {group}s){how}"
 
 
 def _override_key(text: str) -> str | None:

@@ -48,6 +48,14 @@ def test_installed_agent_plugin_runs_and_broken_plugin_is_skipped(plugin_site: P
     assert summary["best"]["val"] == 0.0  # slope 1 + 2 x 1.0 = 3, the true slope
 
 
+def test_list_names_the_package_that_registered_an_agent(plugin_site: Path) -> None:
+    proc = run_cli("list", "agents", env={"PYTHONPATH": str(plugin_site)})
+    assert proc.returncode == 0
+    (stepper,) = [line for line in proc.stdout.splitlines() if line.split()[0] == "stepper"]
+    assert stepper.endswith("[package researchbench-stepper]")
+    assert all(line.endswith("[built-in]") for line in proc.stdout.splitlines()[1:] if line != stepper)
+
+
 def test_plugin_agent_config_is_validated(plugin_site: Path) -> None:
     proc = run_cli("agent=stepper", "task=toy", "agent.stpe=2", env={"PYTHONPATH": str(plugin_site)})
     assert proc.returncode == 2 and "agent.step" in proc.stderr

@@ -72,12 +72,16 @@ def task_entries(registry: Registry) -> list[Entry]:
 
 
 def _title(markdown: Path) -> str:
-    """The first heading of a task's description file: the task in one line."""
+    """A task's description in one line: its file's first heading, else its first sentence."""
     try:
-        lines = markdown.read_text().splitlines()
+        lines = [line.strip() for line in markdown.read_text().splitlines() if line.strip()]
     except (OSError, UnicodeDecodeError):
         return ""
-    return next((line.lstrip("#").strip() for line in lines if line.startswith("# ")), "")
+    if not lines:
+        return ""
+    if lines[0].startswith("#"):
+        return lines[0].lstrip("#").strip()
+    return lines[0].split(". ", 1)[0].rstrip(".") + "."
 
 
 def llm_presets(folder: Path = LLM_PRESETS) -> dict[str, Path]:
