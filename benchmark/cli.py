@@ -19,7 +19,8 @@ from omegaconf import OmegaConf
 from benchmark.common.errors import UserError
 from benchmark.common.inert_text import inert
 from benchmark.common.paths import REPO_ROOT
-from benchmark.launch.sweep import Invocation, describe, expand, launcher_job_problem, launcher_problem, parse
+from benchmark.launch.sweep import (Invocation, describe, expand, launcher_job_problem, launcher_problem, parse,
+                                    print_job_configs)
 from benchmark.run.catalog import LIST_COMMAND
 
 CONFIG_DIR = REPO_ROOT / "configs"
@@ -155,7 +156,24 @@ def prevalidate(argv: list[str]) -> Invocation:
         from hydra.core.global_hydra import GlobalHydra
 
         GlobalHydra.instance().clear()
+    if invocation.args.cfg == "job" and not invocation.args.package:  # ours: types, the budget resolved
+        _show_job_configs(invocation, registry)
     return invocation
+
+
+def _show_job_configs(invocation: Invocation, registry: Any) -> NoReturn:
+    """`--cfg job`: benchmark/run/config_view.py's view of the run (each job's, for a sweep), then exit;
+    `--cfg hydra|all` and `--package` stay Hydra's."""
+    from benchmark.run.config_view import job_config_text
+
+    try:
+        if invocation.multirun:
+            print_job_configs(invocation)
+        else:
+            print(job_config_text(invocation.configs[0], registry))
+    except UserError as exc:  # the task's manifest does not load
+        fail(str(exc))
+    raise SystemExit(0)
 
 
 def _composer(args: Any) -> Callable[[list[str]], Any]:
