@@ -18,6 +18,7 @@ from typing import Callable, NoReturn
 import yaml
 
 from benchmark.common.errors import UserError
+from benchmark.common.inert_text import inert
 from benchmark.common.paths import REPO_ROOT
 from benchmark.plugins.builtin import TASKS_PATH_ENV
 from benchmark.plugins.manager import BUILTIN, Registry
@@ -123,9 +124,10 @@ def render(kind: str, items: list[Entry]) -> str:
     width = max((len(e.name) for e in items), default=0) + 2
     lines = [f"{kind} ({GROUP_OF[kind]}=NAME):"]
     for e in items:
-        lines.append(f"  {e.name:<{width}}{e.description} [{e.source}]")
+        shown = inert(f"{e.description} [{e.source}]", multiline=False)  # plugin and manifest text
+        lines.append(f"  {inert(e.name, multiline=False):<{width}}{shown}")
         if e.details:
-            lines.append(f"  {'':<{width}}{e.details}")
+            lines.append(f"  {'':<{width}}{inert(e.details, multiline=False)}")
     if not items:
         lines.append("  (none)")
     return "\n".join(lines)
