@@ -94,7 +94,8 @@ def _register_each(registry: Registry, hook: str, register: Callable[[str, Any],
     """Call a register-style hook on every plugin, telling `register` which plugin gave each item."""
     for impl in getattr(registry.pm.hook, hook).get_hookimpls():
         try:
-            impl.function(register=functools.partial(register, impl.plugin_name))
+            given = {"register": functools.partial(register, impl.plugin_name)}
+            impl.function(**{k: given[k] for k in impl.argnames})
         except Exception as exc:  # a broken plugin must not take the CLI down
             _skip(registry, f"{impl.plugin_name} ({hook})", exc)
 
