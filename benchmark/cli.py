@@ -19,7 +19,9 @@ from omegaconf import OmegaConf
 from benchmark.common.errors import UserError
 from benchmark.common.inert_text import inert
 from benchmark.common.paths import REPO_ROOT
-from benchmark.launch.sweep import Invocation, describe, expand, launcher_job_problem, launcher_problem, parse
+from benchmark.launch.sweep import (Invocation, describe, expand, launcher_job_problem, launcher_problem, parse,
+                                    print_job_configs)
+from benchmark.run.catalog import LIST_COMMAND
 
 CONFIG_DIR = REPO_ROOT / "configs"
 GROUPS = ("agent", "task", "executor", "llm")
@@ -49,12 +51,7 @@ def _fix_for(exc: Exception, overrides: list[str], compose: Callable) -> str:
     text = str(exc).strip()
     if isinstance(exc, MissingConfigException) and exc.missing_cfg_file and "/" in exc.missing_cfg_file:
         group, name = exc.missing_cfg_file.rsplit("/", 1)  # hydra/launcher/<name> too
-        choices = ", ".join(_options(group))
-        hint = {"agent": "install the agent's plugin package or pick one of these",
-                "task": "add ml_tasks/<name>/task.yaml, put its folder on $RESEARCHBENCH_TASKS_PATH, "
-                        "install a task plugin, or pick one of these"}.get(
-            group, "pick one of these")
-        return f"unknown {group} '{name}' (available: {choices}); {hint}"
+        return _unknown_option(group, name)
     if isinstance(exc, OverrideParseException):
         return f"cannot parse the override: {text.splitlines()[0]}; write overrides as key=value"
     if isinstance(exc, ConfigCompositionException):
@@ -67,6 +64,19 @@ def _fix_for(exc: Exception, overrides: list[str], compose: Callable) -> str:
         where = f"bad value in '{merging.group(1)}'" if merging else text.splitlines()[0]
         return f"{where}: {first}; see the expected types with --cfg job"
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _unknown_option(group: str, name: str) -> str:
+    """'did you mean' the closest option of the group, else every option, and where to read about them."""
+    options = _options(group)
+    close = difflib.get_close_matches(name, options, n=1)
+    found = f"did you mean '{close[0]}'?" if close else f"available: {', '.join(options)}"
+    if group not in GROUPS:
+        return f"unknown {group} '{name}'; {found}"
+    how = {"agent": "; a third-party agent needs its plugin package installed",
+           "task": "; a new task needs ml_tasks/<name>/task.yaml, its folder on $RESEARCHBENCH_TASKS_PATH, "
+                   "or a task plugin"}.get(group, "")
+    return f"unknown {group} '{name}'; {found} (descriptions: {LIST_COMMAND} {group}s){how}"
 
 
 def _override_key(text: str) -> str | None:
@@ -98,9 +108,16 @@ def prevalidate(argv: list[str]) -> Invocation:
     will and run the start-up checks on it; exit 2 with one line on the first problem, before any
     job starts."""
     from benchmark.plugins.manager import get_registry
+    from benchmark.run.catalog import brief_help, list_command
     from benchmark.run.preflight import preflight
 
+    if argv[:1] == ["list"]:
+        list_command(argv[1:], get_registry(), fail)
+        raise SystemExit(0)
     invocation = parse(argv, fail)
+    if invocation.args.help:
+        print(brief_help(get_registry()))
+        raise SystemExit(0)
     if invocation.passthrough:
         return invocation
     overrides = list(invocation.args.overrides)
@@ -139,7 +156,24 @@ def prevalidate(argv: list[str]) -> Invocation:
         from hydra.core.global_hydra import GlobalHydra
 
         GlobalHydra.instance().clear()
+    if invocation.args.cfg == "job" and not invocation.args.package:  # ours: types, the budget resolved
+        _show_job_configs(invocation, registry)
     return invocation
+
+
+def _show_job_configs(invocation: Invocation, registry: Any) -> NoReturn:
+    """`--cfg job`: benchmark/run/config_view.py's view of the run (each job's, for a sweep), then exit;
+    `--cfg hydra|all` and `--package` stay Hydra's."""
+    from benchmark.run.config_view import job_config_text
+
+    try:
+        if invocation.multirun:
+            print_job_configs(invocation)
+        else:
+            print(job_config_text(invocation.configs[0], registry))
+    except UserError as exc:  # the task's manifest does not load
+        fail(str(exc))
+    raise SystemExit(0)
 
 
 def _composer(args: Any) -> Callable[[list[str]], Any]:

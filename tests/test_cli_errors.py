@@ -23,6 +23,10 @@ def _one_line_error(proc, *fragments: str) -> str:
 @pytest.mark.parametrize("args, fragments", [
     (["agent=nope", "task=toy"], ["unknown agent 'nope'", "optuna"]),
     (["task=nope"], ["unknown task 'nope'", "toy"]),
+    (["agent=aidee", "task=toy"], ["unknown agent 'aidee'; did you mean 'aide'?", "run_agent_benchmark.py list agents"]),
+    (["task=tyo"], ["unknown task 'tyo'; did you mean 'toy'?", "run_agent_benchmark.py list tasks"]),
+    (["task=toy", "llm=opnai"], ["unknown llm 'opnai'; did you mean 'openai'?", "run_agent_benchmark.py list llms"]),
+    (["task=toy", "executor=modl"], ["unknown executor 'modl'; did you mean 'modal'?", "list executors"]),
     (["task=toy", "agent=greedy", "agent.max_debug_dept=2"], ["agent.max_debug_depth"]),
     (["task=toy", "budget.stepz=3"], ["budget.steps"]),
     (["task=toy", "seed=abc"], ["seed=abc"]),

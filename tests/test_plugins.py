@@ -67,6 +67,14 @@ def test_agent_api_compatibility(declared, problem) -> None:
     assert problem in found if problem else found == ""
 
 
+def test_list_names_the_package_that_registered_an_agent(plugin_site: Path) -> None:
+    proc = run_cli("list", "agents", env={"PYTHONPATH": str(plugin_site)})
+    assert proc.returncode == 0
+    (stepper,) = [line for line in proc.stdout.splitlines() if line.split()[0] == "stepper"]
+    assert stepper.endswith("[package researchbench-stepper]")
+    assert all(line.endswith("[built-in]") for line in proc.stdout.splitlines()[1:] if line != stepper)
+
+
 def test_plugin_agent_config_is_validated(plugin_site: Path) -> None:
     proc = run_cli("agent=stepper", "task=toy", "agent.stpe=2", env={"PYTHONPATH": str(plugin_site)})
     assert proc.returncode == 2 and "agent.step" in proc.stderr

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as sps
 
@@ -101,6 +102,35 @@ def test_ranking_and_comparison_refused_under_half_the_tasks(tmp_path: Path) -> 
     assert set(pivot["shared tasks"]) == {"2 of 4: t2, t3"}
     assert pivot.loc["A", "MEAN (shared tasks)"] == pytest.approx(0.7)
     assert list(comparisons.paired_table(df, "A", "B")["scope"]) == ["all shared tasks (2)", "t2", "t3"]
+
+
+def _budget_tree(root: Path, specs) -> pd.DataFrame:
+    for agent, steps, seed, test in specs:
+        write_run(root, agent, "t", seed, [Step("0000", "baseline", "ok", 10.0), Step("0001", "draft", "ok", 6.0,
+                                                                                     ["0000"])],
+                  baseline_test=12.0, best_test=test, budget_steps=steps)
+    return tables.with_variant(tables.runs_table(select_runs(root, warn=lambda line: None).runs))
+
+
+def test_compare_at_different_budgets_names_both(tmp_path: Path) -> None:
+    df = _budget_tree(tmp_path / "results", [("A", 10, s, 6.0) for s in range(2)] + [("B", 20, s, 8.0) for s in range(2)])
+    (a_budget,), (b_budget,) = (sorted(set(df.loc[df["agent"] == x, "budget"])) for x in "AB")
+    with pytest.raises(UserError) as caught:
+        comparisons.paired_table(df, "A", "B")
+    assert str(caught.value).startswith(f"--compare A B: their budgets differ (A: {a_budget}; B: {b_budget}); ")
+    proc = run_cli(str(tmp_path / "results"), "--out", str(tmp_path / "out"), "--no-embeddings", "--no-plots",
+                   "--no-html", "--compare", "A", "B", script="compute_agent_metrics.py")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: --compare A B: their budgets differ (A: ")
+
+
+def test_compare_an_agent_run_at_two_budgets_pairs_within_each(tmp_path: Path) -> None:
+    specs = [("A", steps, s, 6.0) for steps in (10, 20) for s in range(2)] + [("B", 10, s, 8.0) for s in range(2)]
+    df = _budget_tree(tmp_path, specs)
+    assert "A" not in set(df["variant"])  # A's runs are two variants, told apart by budget
+    table = comparisons.paired_table(df, "A", "B")
+    assert list(table["budget"]) == sorted(set(df.loc[df["agent"] == "B", "budget"]))  # the budget both ran
+    assert table.iloc[0]["n"] == 2
 
 
 def test_farbench_missing_zero_flag(tmp_path: Path) -> None:

@@ -50,10 +50,17 @@ def expand(overrides: list[str]) -> list[list[str]]:
 
 
 def print_job_configs(invocation: Invocation) -> None:
-    """What `--cfg job|hydra|all` shows, once per job of a sweep (Hydra refuses -m with --cfg)."""
+    """What `--cfg job|hydra|all` shows, once per job of a sweep (Hydra refuses -m with --cfg); `--cfg job`
+    is benchmark/run/config_view.py's typed view with the budget resolved."""
+    from benchmark.plugins.manager import get_registry
+    from benchmark.run.config_view import job_config_text
+
     package, resolve = invocation.args.package, bool(invocation.args.resolve)
     for number, (job, cfg) in enumerate(zip(invocation.jobs, invocation.configs)):
         print(f"# job {number}: {describe(job)}")
+        if invocation.args.cfg == "job" and not package:  # the same view as one run's `--cfg job`
+            print(job_config_text(cfg, get_registry()))
+            continue
         node = OmegaConf.select(cfg, package) if package else cfg
         if OmegaConf.is_config(node):
             print(OmegaConf.to_yaml(node, resolve=resolve), end="")

@@ -53,6 +53,10 @@ def researchbench_register_executors(register: Callable[[ExecutorSpec], None]) -
     from benchmark.executors.modal_backend import ModalExecutor, ModalExecutorConfig
     from benchmark.executors.modal_image import modal_credentials_problem
 
-    register(ExecutorSpec(name="local", config_class=LocalExecutorConfig, build=LocalExecutor))
+    register(ExecutorSpec(name="local", config_class=LocalExecutorConfig, build=LocalExecutor,
+                          description="this machine: each job a subprocess in a bubblewrap sandbox without "
+                                      "network, under time and memory limits"))
     register(ExecutorSpec(name="modal", config_class=ModalExecutorConfig, build=ModalExecutor,
-                          preflight=lambda cfg: modal_credentials_problem()))
+                          preflight=lambda cfg: modal_credentials_problem(),
+                          description="Modal's cloud: each job in its own container, GPUs on request "
+                                      "(needs Modal credentials)"))

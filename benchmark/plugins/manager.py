@@ -23,6 +23,7 @@ import pluggy
 from benchmark.plugins.agent_api import AGENT_API_VERSION, AgentSpec
 
 PROJECT = "researchbench"
+BUILTIN = "built-in"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ class ExecutorSpec:
     # config object -> why this backend cannot run here ("" when it can), checked offline before a
     # run or any job of a sweep starts (e.g. missing credentials)
     preflight: Optional[Callable[[Any], str]] = None
+    description: str = ""  # one line, shown by `run_agent_benchmark.py list executors`
 
 
 @dataclass
@@ -73,6 +75,8 @@ class Registry:
     tasks: dict[str, Path] = field(default_factory=dict)
     executors: dict[str, ExecutorSpec] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # "name: reason" for plugins that failed
+    # (kind, name) -> who registered it: BUILTIN, or "package <distribution>" for an installed plugin
+    sources: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def notify(self, hook: str, **kwargs: Any) -> None:
         """Call a lifecycle hook on every plugin; one plugin's exception is logged, not raised."""
@@ -84,6 +88,16 @@ def _call_each(registry: Registry, hook: str, kwargs: dict[str, Any]) -> None:
         try:
             impl.function(**{k: kwargs[k] for k in impl.argnames})
         except Exception as exc:  # a broken plugin must not take the run down
+            _skip(registry, f"{impl.plugin_name} ({hook})", exc)
+
+
+def _register_each(registry: Registry, hook: str, register: Callable[[str, Any], None]) -> None:
+    """Call a register-style hook on every plugin, telling `register` which plugin gave each item."""
+    for impl in getattr(registry.pm.hook, hook).get_hookimpls():
+        try:
+            given = {"register": functools.partial(register, impl.plugin_name)}
+            impl.function(**{k: given[k] for k in impl.argnames})
+        except Exception as exc:  # a broken plugin must not take the CLI down
             _skip(registry, f"{impl.plugin_name} ({hook})", exc)
 
 
@@ -135,6 +149,7 @@ def get_registry() -> Registry:
     pm = pluggy.PluginManager(PROJECT)
     pm.add_hookspecs(HookSpecs)
     registry = Registry(pm)
+    origin = {module: BUILTIN for module in BUILTIN_PLUGINS}
     for module in BUILTIN_PLUGINS:
         pm.register(importlib.import_module(module), name=module)
     if not os.environ.get("RESEARCHBENCH_DISABLE_ENTRYPOINTS"):
@@ -152,20 +167,23 @@ def get_registry() -> Registry:
             if problem:
                 registry.skipped.append(f"{ep.name}: {problem}")
                 log.warning("researchbench: skipping plugin %s: %s", ep.name, problem)
+            else:
+                origin[ep.name] = f"package {ep.dist.name}" if ep.dist is not None else f"module {ep.value}"
 
-    def add(table: dict, key: str, value: Any, kind: str) -> None:
+    def add(table: dict, kind: str, plugin: str, key: str, value: Any) -> None:
         if key in table:
             log.warning("researchbench: %s '%s' registered twice; keeping the first", kind, key)
         else:
             table[key] = value
+            registry.sources[kind, key] = origin.get(plugin, plugin)
 
-    def add_task(path: Path | str) -> None:
+    def add_task(plugin: str, path: Path | str) -> None:
         path = Path(path).resolve()
-        add(registry.tasks, _task_name(path), path, "task")
+        add(registry.tasks, "task", plugin, _task_name(path), path)
 
-    _call_each(registry, "researchbench_register_agents",
-               {"register": lambda spec: add(registry.agents, spec.name, spec, "agent")})
-    _call_each(registry, "researchbench_register_tasks", {"register": add_task})
-    _call_each(registry, "researchbench_register_executors",
-               {"register": lambda spec: add(registry.executors, spec.name, spec, "executor")})
+    _register_each(registry, "researchbench_register_agents",
+                   lambda plugin, spec: add(registry.agents, "agent", plugin, spec.name, spec))
+    _register_each(registry, "researchbench_register_tasks", add_task)
+    _register_each(registry, "researchbench_register_executors",
+                   lambda plugin, spec: add(registry.executors, "executor", plugin, spec.name, spec))
     return registry

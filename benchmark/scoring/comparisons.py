@@ -83,14 +83,11 @@ def paired_table(df: pd.DataFrame, first: str, second: str, column: str = HEADLI
     """`first` vs `second` (agent variants), per budget: over all the tasks both ran, then per task; pairs
     are (task, seed, repeat), and each row says how many seeds per task 80% power would need."""
     df = with_variant(df)
-    known = set(df["variant"])
-    for name in (first, second):
-        if name not in known:
-            raise UserError(f"--compare {name}: no such agent in the selection (have: {', '.join(sorted(known))})")
+    chosen = {name: _runs_named(df, name) for name in (first, second)}
     rows: list[dict[str, Any]] = []
     for budget, part in df.groupby("budget"):
-        def cells(variant: str) -> dict[tuple, float]:
-            sel = part[part["variant"] == variant]
+        def cells(name: str) -> dict[tuple, float]:
+            sel = part[chosen[name].loc[part.index]]
             return {(t, s, r): float(v) for t, s, r, v in zip(sel["task_id"], sel["seed"], sel["repeat"], sel[column])}
         a, b = cells(first), cells(second)
         if not a or not b:
@@ -110,8 +107,28 @@ def paired_table(df: pd.DataFrame, first: str, second: str, column: str = HEADLI
                          "tasks": len(tasks), **result, "seeds_per_task": seeds, "seeds_needed_80": needed,
                          "power": _power_note(seeds, needed)})
     if not rows:
+        budgets = {name: sorted(map(str, df.loc[chosen[name], "budget"].unique())) for name in (first, second)}
+        if not set(budgets[first]) & set(budgets[second]):
+            raise UserError(f"--compare {first} {second}: their budgets differ ({first}: {', '.join(budgets[first])}; "
+                            f"{second}: {', '.join(budgets[second])}); runs compare only at the same budget: run one "
+                            f"of them at the other's budget")
         raise UserError(f"--compare {first} {second}: they share no budget, task and seed to compare on")
     return pd.DataFrame(rows)
+
+
+def _runs_named(df: pd.DataFrame, name: str) -> pd.Series:
+    """The rows `--compare` means by `name`: a variant's, or an agent's whose variants differ only by budget
+    (the comparison is made per budget anyway)."""
+    if name in set(df["variant"]):
+        return df["variant"] == name
+    rows = df["agent"] == name
+    if not rows.any():
+        raise UserError(f"--compare {name}: no such agent in the selection (have: {', '.join(sorted(set(df['variant'])))})")
+    variants = sorted(set(df.loc[rows, "variant"]))
+    if df.loc[rows, ["llm", "config"]].nunique().max() > 1:
+        raise UserError(f"--compare {name}: agent {name} ran with more than one LLM or config; name one of its "
+                        f"variants: {'; '.join(repr(v) for v in variants)}")
+    return rows
 
 
 def domain_table(df: pd.DataFrame, missing_zero: bool = False) -> pd.DataFrame:
