@@ -37,7 +37,8 @@ def load_predictions(path: Path, n_nodes: dict[str, int]) -> pd.DataFrame:
     frame["dataset"] = frame["dataset"].astype(str)
     for col in ("source", "target"):
         frame[col] = integer_column(frame, col, path.name, "integer node ids")
-    limit = frame["dataset"].map(n_nodes)
+    limit = frame["dataset"].map(n_nodes).astype(np.int64)  # every name is known (checked above); an empty
+    # frame keeps the name column's string dtype through map, which pyarrow-backed pandas cannot compare to ints
     bad = (frame["source"] < 0) | (frame["target"] < 0) | (frame["source"] >= limit) | (frame["target"] >= limit)
     if bad.any():
         row = frame[bad].iloc[0]
