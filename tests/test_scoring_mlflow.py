@@ -89,6 +89,9 @@ def test_a_store_given_as_a_folder_and_one_inside_the_results(tmp_path: Path, ca
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "inside the results" in err[0], err
     assert not (results / "mlruns").exists()
+    assert _cli(str(results), "--out", str(tmp_path / "report"), "--mlflow", "nosuch://host") == 2
+    err = capsys.readouterr().err.strip().splitlines()  # a URI MLflow refuses: its reason, in one line
+    assert len(err) == 1 and err[0].startswith("error: --mlflow nosuch://host: ") and "nosuch" in err[0][30:], err
 
 
 def test_without_mlflow_one_line_names_the_extra(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -96,8 +96,8 @@ def payload(run: RunRecord, row: dict[str, Any]) -> Payload:
 
 
 def export(runs: list[RunRecord], table: pd.DataFrame, uri: str | None, out: Path, results: Path,
-           say: Callable[[str], None]) -> str:
-    """Log each run to MLflow; returns the tracking URI used. Raises UserError for a store inside the results."""
+           say: Callable[[str], None]) -> None:
+    """Log each run to MLflow; UserError (one line) for a store inside the results or one MLflow refuses."""
     folder = local_store(uri, out)
     if folder is not None and folder.is_relative_to(Path(results).resolve()):
         raise UserError(f"--mlflow {folder} is inside the results being scored; choose a folder outside them")
@@ -115,7 +115,6 @@ def export(runs: list[RunRecord], table: pd.DataFrame, uri: str | None, out: Pat
         raise UserError(f"--mlflow {tracking}: {first}") from None
     say(f"mlflow: {counts['new']} new, {counts['updated']} updated, {counts['unchanged']} unchanged run(s) in "
         f"experiment '{EXPERIMENT}' at {tracking} (view: mlflow ui --backend-store-uri {tracking})")
-    return tracking
 
 
 def _export(tracking: str, folder: Path | None, runs: list[RunRecord], table: pd.DataFrame) -> dict[str, int]:
@@ -132,11 +131,13 @@ def _export(tracking: str, folder: Path | None, runs: list[RunRecord], table: pd
         key = str(run.run_dir.resolve())
         data = payload(run, rows.get(str(run.run_dir), {}))
         earlier = logged.get(key, [])
-        if any(r.data.tags.get(FINGERPRINT_TAG) == data.fingerprint for r in earlier):
+        same = next((r for r in earlier if r.data.tags.get(FINGERPRINT_TAG) == data.fingerprint), None)
+        for old in earlier:  # older versions, and any export cut short before its fingerprint
+            if old is not same:
+                client.delete_run(old.info.run_id)
+        if same is not None:
             counts["unchanged"] += 1
             continue
-        for old in earlier:
-            client.delete_run(old.info.run_id)
         _log(client, experiment_id, run, key, data)
         counts["updated" if earlier else "new"] += 1
     return counts
