@@ -101,9 +101,10 @@ def export(runs: list[RunRecord], table: pd.DataFrame, uri: str | None, out: Pat
     folder = local_store(uri, out)
     if folder is not None and folder.is_relative_to(Path(results).resolve()):
         raise UserError(f"--mlflow {folder} is inside the results being scored; choose a folder outside them")
-    for name in ("mlflow", "alembic"):  # their first-use notices (creating tables, ...) are not ours to print
-        logging.getLogger(name).setLevel(logging.WARNING)
     from mlflow.exceptions import MlflowException
+
+    for name in ("mlflow", "alembic"):  # their first-use notices (creating tables, ...) are not ours to print
+        logging.getLogger(name).setLevel(logging.WARNING)  # after the import, which sets mlflow's level
 
     tracking = f"sqlite:///{folder / 'mlflow.db'}" if folder is not None else str(uri)
     if folder is not None:
