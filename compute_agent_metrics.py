@@ -2,7 +2,8 @@
 
 Writes CSV and markdown tables, plots and a static HTML report beside the results
 (<results' parent>/metric_reports/<results' name>/ unless --out is given) and prints the headline
-tables; it never writes inside a run directory. docs/metrics.md defines every number.
+tables; it never writes inside a run directory. `--mlflow [URI]` also logs each run to MLflow.
+docs/metrics.md defines every number.
 """
 
 from __future__ import annotations

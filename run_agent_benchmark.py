@@ -2,7 +2,8 @@
 
 Hydra composes configs/config.yaml with the agent, task, executor and llm groups; the same command
 resumes an interrupted run and reprints a finished one. `-m` sweeps (any Hydra launcher: joblib,
-submitit, modal) are checked job by job before the first starts and end with one table of their runs.
+submitit, modal) are checked job by job before the first starts, show each run's lines behind its label
+(or one line per run: sweep_view=compact) and end with one table of their runs.
 Exit codes: 0 the run finished (a budget or the agent ended it), 2 bad input (one line naming the fix),
 3 aborted by an outage (one line naming the cause; the same command resumes it; a sweep runs its other
 jobs and exits 3 if any was aborted), 130 interrupted. See README.md for the options.

@@ -169,10 +169,17 @@ def test_the_view_a_sweep_gets(setting: str, jobs: int, view: str) -> None:
     assert chosen_view(setting, jobs) == view
 
 
-def test_the_view_leaves_run_ids_as_they_were(toy) -> None:
-    from benchmark.run.config import default_run_id
+def test_the_view_leaves_run_ids_and_config_groups_as_they_were(toy) -> None:
+    from omegaconf import OmegaConf
 
-    assert default_run_id(compose("task=toy", "sweep_view=compact")) == default_run_id(compose("task=toy"))
+    from benchmark.run.config import default_run_id
+    from benchmark.scoring.keys import config_label
+
+    compact, default = compose("task=toy", "sweep_view=compact"), compose("task=toy")
+    assert default_run_id(compact) == default_run_id(default)
+    plain = OmegaConf.to_container(default, resolve=True, enum_to_str=True)
+    before_the_setting = {k: v for k, v in plain.items() if k != "sweep_view"}  # a run's config.yaml from then
+    assert config_label(plain, "optuna") == config_label(before_the_setting, "optuna")
 
 
 def test_submitit_local_sweep(toy, tmp_path: Path) -> None:
