@@ -42,6 +42,7 @@ def no_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (["task=toy", "executor=modal"], ["executor=modal needs Modal credentials", "modal token new"]),  # one run
     (["task=toy", "-m", "seed=0,1"], ["unrecognized arguments", "before the overrides"]),
     (["-m", "hydra/launcher=jobib", "task=toy", "seed=0,1"], ["unknown hydra/launcher 'jobib'", "joblib"]),
+    (["-m", "task=toy", "seed=0,1", "sweep_view=compat"], ["sweep_view=compat", "[auto, lines, compact]"]),
 ])
 def test_a_bad_job_stops_the_sweep_before_any_job_runs(argv, fragments, toy, no_keys, capsys) -> None:
     code, err = _prevalidate(argv, capsys)
