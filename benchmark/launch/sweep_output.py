@@ -19,7 +19,6 @@ import logging
 import os
 import sys
 import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator, Sequence
@@ -111,8 +110,8 @@ def labelled_output(label: str, log_path: Path, echo: bool) -> Iterator[None]:
 
 
 def _stream_handlers() -> list[logging.StreamHandler]:
-    loggers = [logging.getLogger(), *(logging.getLogger(name) for name in logging.root.manager.loggerDict)]
-    return [h for logger in loggers for h in getattr(logger, "handlers", [])
+    loggers = [logging.root, *(v for v in logging.root.manager.loggerDict.values() if isinstance(v, logging.Logger))]
+    return [h for logger in loggers for h in logger.handlers
             if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)]
 
 
