@@ -2,7 +2,8 @@
 
 Writes CSV and markdown tables, plots and a static HTML report beside the results
 (<results' parent>/metric_reports/<results' name>/ unless --out is given) and prints the headline
-tables; it never writes inside a run directory. docs/metrics.md defines every number.
+tables; it never writes inside a run directory. `--mlflow [URI]` also logs each run to MLflow.
+docs/metrics.md defines every number.
 """
 
 from __future__ import annotations
@@ -51,7 +52,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="auto", help="embedding device: auto, cpu, cuda, cuda:1, ...")
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument("--no-html", action="store_true")
+    parser.add_argument("--mlflow", nargs="?", const="", metavar="URI",
+                        help="also log each run to MLflow: a tracking URI or a local folder (default: mlruns/ "
+                             "in the output folder); re-exporting updates, never duplicates (pip install -e "
+                             "'.[tracking]')")
     args = parser.parse_args(argv)
+    if args.mlflow is not None:
+        from benchmark.scoring.mlflow_export import missing_mlflow
+
+        if problem := missing_mlflow():
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     from benchmark.scoring.pipeline import Options, score
 
     out = args.out or default_out(args.results)
@@ -61,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                       compare=tuple(args.compare) if args.compare else None, ranges=args.ranges,
                       farbench_missing_zero=args.farbench_missing_zero, embeddings=not args.no_embeddings,
                       embedding_model=args.embedding_model, embedding_cache=args.embedding_cache, device=args.device,
-                      plots=not args.no_plots, html=not args.no_html)
+                      plots=not args.no_plots, html=not args.no_html, mlflow=args.mlflow)
     try:
         results = score(options, lambda line: print(inert(line), file=sys.stderr))
     except UserError as exc:

@@ -2,7 +2,8 @@
 
 Hydra composes configs/config.yaml with the agent, task, executor and llm groups; the same command
 resumes an interrupted run and reprints a finished one. `-m` sweeps (any Hydra launcher: joblib,
-submitit, modal) are checked job by job before the first starts and end with one table of their runs.
+submitit, modal) are checked job by job before the first starts, show each run's lines behind its label
+(or one line per run: sweep_view=compact) and end with one table of their runs.
 Exit codes: 0 the run finished (a budget or the agent ended it), 2 bad input (one line naming the fix),
 3 aborted by an outage (one line naming the cause; the same command resumes it; a sweep runs its other
 jobs and exits 3 if any was aborted), 130 interrupted. See README.md for the options.
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import nullcontext
+from pathlib import Path
 
 from benchmark.cli import ENV_DEFAULTS, fail, prevalidate
 
@@ -26,6 +29,7 @@ from omegaconf import DictConfig  # noqa: E402
 from benchmark.common.errors import InfrastructureFailure, UserError  # noqa: E402
 from benchmark.common.inert_text import inert  # noqa: E402
 from benchmark.launch.sweep import print_job_configs  # noqa: E402
+from benchmark.launch.sweep_output import job_output, sweep_view  # noqa: E402
 from benchmark.launch.sweep_table import print_sweep_table  # noqa: E402
 from benchmark.plugins.manager import get_registry  # noqa: E402
 from benchmark.run.config import register_configs  # noqa: E402
@@ -33,6 +37,15 @@ from benchmark.run.config import register_configs  # noqa: E402
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="config")
 def main(cfg: DictConfig) -> None:
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode != RunMode.MULTIRUN:
+        run(cfg)
+        return
+    with job_output(cfg, Path(hydra_cfg.runtime.output_dir)):  # a sweep's job: labelled, and logged
+        run(cfg)
+
+
+def run(cfg: DictConfig) -> None:
     from benchmark.run.engine import run_benchmark
 
     try:
@@ -55,7 +68,8 @@ if __name__ == "__main__":
         raise SystemExit(0)
     statuses: list[str] = []
     try:
-        main()
+        with sweep_view(invocation.configs) if invocation.multirun and invocation.configs else nullcontext():
+            main()
     finally:
         if invocation.multirun and invocation.configs:
             statuses = print_sweep_table(invocation.configs)

@@ -42,6 +42,7 @@ def no_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (["task=toy", "executor=modal"], ["executor=modal needs Modal credentials", "modal token new"]),  # one run
     (["task=toy", "-m", "seed=0,1"], ["unrecognized arguments", "before the overrides"]),
     (["-m", "hydra/launcher=jobib", "task=toy", "seed=0,1"], ["unknown hydra/launcher 'jobib'", "joblib"]),
+    (["-m", "task=toy", "seed=0,1", "sweep_view=compat"], ["sweep_view=compat", "[auto, lines, compact]"]),
 ])
 def test_a_bad_job_stops_the_sweep_before_any_job_runs(argv, fragments, toy, no_keys, capsys) -> None:
     code, err = _prevalidate(argv, capsys)
@@ -103,10 +104,83 @@ def test_joblib_sweep_resumes_a_partly_finished_sweep(toy, tmp_path: Path) -> No
     proc = run_cli("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *common, "seed=0,1")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("nothing to do") == 1 and journal.read_bytes() == before
+    run_lines = _run_lines(proc.stdout)
+    assert {line.split("] ", 1)[0] for line in run_lines} == {"[optuna/toy/s0", "[optuna/toy/s1"}, proc.stdout
+    assert "[optuna/toy/s0] run already finished; nothing to do" in run_lines
+    logs = {p.parent.name: p.read_text() for p in tmp_path.glob(".multirun/*/*/run.log")}
+    assert "nothing to do" in logs["0"] and "nothing to do" not in logs["1"] and "[optuna/" not in logs["1"]
+    assert "summary: optuna on toy" in logs["1"]  # the full output, unlabelled, in each job's log
     rows = _table(proc.stdout)
     assert [r[:3] for r in rows] == [["optuna", "toy", "0"], ["optuna", "toy", "1"]]
     assert all(r[4] != "-" and r[6] == "$0.00" for r in rows)  # a hidden-test score and the cost
     assert rows[0][-1] == first["run_dir"]
+
+
+def _run_lines(out: str) -> list[str]:
+    """What the runs printed: stdout up to the sweep table, without Hydra's own launch lines."""
+    return [line for line in out[:out.index("\nsweep: ")].splitlines() if line and "][HYDRA]" not in line]
+
+
+def test_compact_view_shows_one_line_per_run_and_logs_the_rest(toy, tmp_path: Path) -> None:
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    proc = run_cli("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "agent=optuna", "task=toy",
+                   "budget.steps=1", f"results_dir={tmp_path}", "seed=0,1", "sweep_view=compact")
+    assert proc.returncode == 0, proc.stderr
+    run_lines = _run_lines(proc.stdout)  # not a tty: the last state of each run, once the sweep ends
+    assert run_lines == ["[optuna/toy/s0] finished, experiments 1/1, best val " + run_lines[0].split("best val ")[1],
+                         "[optuna/toy/s1] finished, experiments 1/1, best val " + run_lines[1].split("best val ")[1]]
+    assert "[optuna/" not in proc.stderr
+    logs = sorted(tmp_path.glob(".multirun/*/*/run.log"))
+    assert len(logs) == 2 and all("[0001] tune" in log.read_text() for log in logs)
+    assert [r[2] for r in _table(proc.stdout)] == ["0", "1"]
+
+
+def test_labelled_output_labels_stdout_stderr_and_logging(tmp_path: Path, capsys) -> None:
+    import logging
+
+    from benchmark.launch.sweep_output import labelled_output
+
+    handler = logging.StreamHandler(sys.stderr)
+    logger = logging.getLogger("test_sweeps.labelled")
+    logger.addHandler(handler)
+    try:
+        with labelled_output("greedy/toy/s2", tmp_path / "run.log", echo=True):
+            print("one\ntwo")
+            print("part", end="")
+            print("ial", file=sys.stdout)
+            print("oops", file=sys.stderr)
+            logger.warning("careful")
+            print("unterminated", end="")
+    finally:
+        logger.removeHandler(handler)
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == ["[greedy/toy/s2] one", "[greedy/toy/s2] two", "[greedy/toy/s2] partial",
+                                         "[greedy/toy/s2] unterminated"]
+    assert captured.err.splitlines() == ["[greedy/toy/s2] oops", "[greedy/toy/s2] careful"]
+    assert (tmp_path / "run.log").read_text().splitlines() == ["one", "two", "partial", "oops", "careful",
+                                                                "unterminated"]
+    assert handler.stream is sys.stderr  # restored
+
+
+@pytest.mark.parametrize("setting, jobs, view", [("auto", 2, "lines"), ("auto", 8, "compact"),
+                                                 ("lines", 50, "lines"), ("compact", 2, "compact")])
+def test_the_view_a_sweep_gets(setting: str, jobs: int, view: str) -> None:
+    from benchmark.launch.sweep_output import chosen_view
+
+    assert chosen_view(setting, jobs) == view
+
+
+def test_the_view_leaves_run_ids_and_config_groups_as_they_were(toy) -> None:
+    from omegaconf import OmegaConf
+
+    from benchmark.run.config import default_run_id
+    from benchmark.scoring.keys import config_label
+
+    compact, default = compose("task=toy", "sweep_view=compact"), compose("task=toy")
+    assert default_run_id(compact) == default_run_id(default)
+    plain = OmegaConf.to_container(default, resolve=True, enum_to_str=True)
+    before_the_setting = {k: v for k, v in plain.items() if k != "sweep_view"}  # a run's config.yaml from then
+    assert config_label(plain, "optuna") == config_label(before_the_setting, "optuna")
 
 
 def test_submitit_local_sweep(toy, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
@@ -37,6 +38,14 @@ class BudgetConfig:
     max_unexecuted_in_a_row: int = 10  # stop when this many steps in a row spend no experiment
 
 
+class SweepView(Enum):
+    """What a sweep (`-m`) prints while its runs go on (benchmark/launch/sweep_output.py)."""
+
+    auto = "auto"  # compact from COMPACT_FROM jobs on, labelled lines below that
+    lines = "lines"  # every run's lines, each behind its run label
+    compact = "compact"  # one updating line per run; full output in each job's run.log
+
+
 @dataclass
 class RunConfig:
     agent: Any = MISSING
@@ -49,6 +58,7 @@ class RunConfig:
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     quiet: bool = False  # no per-step progress lines and no live view: the banner and the summary only
     parallel: int = 1  # experiments in flight at once (K); each job gets the task's resources.cpus
+    sweep_view: SweepView = SweepView.auto  # how a sweep shows its runs; changes nothing a run does
 
 
 def register_configs(registry: Registry) -> None:
@@ -74,7 +84,7 @@ def effective_budget(manifest: Budget, overrides: BudgetConfig) -> Budget:
 def config_hash(cfg: DictConfig) -> str:
     """A short fingerprint of everything that changes what a run does (not where it is written)."""
     plain = OmegaConf.to_container(cfg, resolve=True)
-    for key in ("results_dir", "run_id", "quiet"):
+    for key in ("results_dir", "run_id", "quiet", "sweep_view"):
         plain.pop(key, None)
     if plain.get("parallel") == 1:  # the default leaves the hash as it was before the setting existed,
         plain.pop("parallel")  # so runs started then still resume under the same command

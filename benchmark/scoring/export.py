@@ -16,22 +16,29 @@ BEST_DIR = "best_solution"
 REPORT = "report.html"
 
 
-def export_best_solution(run: RunRecord) -> Path | None:
-    """Write the best node's files to <run>/best_solution/ (replacing an older export); None without a best."""
+def write_best_files(run: RunRecord, directory: Path) -> bool:
+    """The best node's files, from the run's blobs, under `directory`; False when the run has no best."""
     best = run.best
-    target = run.run_dir / BEST_DIR
-    tmp = run.run_dir / f".{BEST_DIR}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
     if best is None:
-        return None
+        return False
     for rel, digest in sorted(best.files.items()):
         safe = safe_relpath(rel)
         if safe is None:
             continue
-        out = tmp.joinpath(*safe.parts)
+        out = directory.joinpath(*safe.parts)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(run.blobs.get(digest))
-    tmp.mkdir(exist_ok=True)
+    directory.mkdir(parents=True, exist_ok=True)
+    return True
+
+
+def export_best_solution(run: RunRecord) -> Path | None:
+    """Write the best node's files to <run>/best_solution/ (replacing an older export); None without a best."""
+    target = run.run_dir / BEST_DIR
+    tmp = run.run_dir / f".{BEST_DIR}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    if not write_best_files(run, tmp):
+        return None
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)
     return target

@@ -19,7 +19,7 @@ GROUP_KEYS = ("agent", "task", "version", "budget", "llm", "config")
 NEVER_POOLED = ("version", "budget", "llm")  # a grouping may leave these out only where they do not vary
 NO_LLM = "none"
 # config keys that say where or how loudly a run was written, or are their own grouping keys
-_NOT_CONFIG = ("seed", "results_dir", "run_id", "quiet", "task", "budget", "executor")
+_NOT_CONFIG = ("seed", "results_dir", "run_id", "quiet", "sweep_view", "task", "budget", "executor")
 _LLM_BEHAVIOUR = ("temperature", "max_tokens", "operators")  # LLM settings that change replies, not the source
 
 

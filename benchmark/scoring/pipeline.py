@@ -42,6 +42,7 @@ class Options:
     batch_size: int = 16
     plots: bool = True
     html: bool = True
+    mlflow: str | None = None  # export to MLflow: a tracking URI or local folder ("" = <out>/mlruns), None = no
 
 
 INDEXED = {"achievement", "unclipped", "fml_ni", "domains"}  # tables whose index is the agent variant
@@ -171,9 +172,14 @@ def score(options: Options, say: Callable[[str], None]) -> dict[str, pd.DataFram
         (plot_dir / f"{i:02d}-{''.join(c if c.isalnum() else '_' for c in name)}.png").write_bytes(png)
     if options.html:
         _html(runs, results, plots, options)
+    if options.mlflow is not None:
+        from benchmark.scoring.mlflow_export import export
+
+        export(runs, df, options.mlflow or None, out, options.results, say)
     # what the closing line may name: plots/ only if a plot was drawn (matplotlib may be missing)
     results["written"] = pd.DataFrame({"file": ["tables.md", "*.csv", *(["plots/"] if plots else []),
-                                                *(["report.html"] if options.html else [])]})
+                                                *(["report.html"] if options.html else []),
+                                                *(["mlruns/"] if options.mlflow == "" else [])]})
     return results
 
 
