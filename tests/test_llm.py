@@ -15,7 +15,8 @@ import pytest
 
 from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, UserError
 from benchmark.llm.accounting import LLMCall, Usage
-from benchmark.llm.client import LLMClient, missing_credentials
+from benchmark.llm.client import LLMClient
+from benchmark.llm.credentials import PROVIDER_KEYS, missing_credentials
 from benchmark.llm.config import LLMConfig
 
 from llm_server import (
@@ -267,6 +268,27 @@ def test_missing_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     assert "GEMINI_API_KEY" in (missing_credentials(LLMConfig(model="gemini/gemini-2.5-flash")) or "")
+    monkeypatch.setenv("GOOGLE_API_KEY", "g-test")  # litellm takes either of gemini's two variables
+    assert missing_credentials(LLMConfig(model="gemini/gemini-2.5-flash")) is None
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDER_KEYS))
+def test_key_table_agrees_with_litellm(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The light table answers without litellm; it must name the variables litellm itself asks for."""
+    from benchmark.llm.client import import_litellm
+
+    names, _ = PROVIDER_KEYS[provider]
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
+    check = import_litellm().validate_environment(model=f"{provider}/some-model")
+    assert sorted(check["missing_keys"]) == sorted(names)
+
+
+def test_provider_outside_the_table_asks_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AZURE_API_KEY", "AZURE_API_BASE", "AZURE_API_VERSION"):
+        monkeypatch.delenv(name, raising=False)
+    assert "AZURE_API_KEY" in (missing_credentials(LLMConfig(model="azure/my-deployment")) or "")
+    assert "names no provider" in (missing_credentials(LLMConfig(model="no-such-family-xyz")) or "")
 
 
 def test_import_does_not_load_litellm() -> None:
