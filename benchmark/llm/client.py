@@ -196,12 +196,14 @@ class LLMClient:
                 return self._record(self._from_cache(cfg, entry, messages, time.monotonic() - started), operator)
             if self.cfg.cache == "replay":
                 miss = f"replay cache miss (key {key[:16]}) in {self.cfg.cache_dir}"
-                return self._record(LLMCall(model=cfg.model, error=miss, messages=messages), operator)
+                return self._record(LLMCall(model=cfg.model, error=miss, messages=messages, offline=True), operator)
         scripted = self._scripted_reply(operator)
         if isinstance(scripted, LLMCall):  # the script ran out for this operator
             scripted.messages = messages
             return self._record(scripted, operator)
         call, failure = self._call_provider(cfg, messages, started, scripted)
+        if scripted is not None:  # litellm's mock priced a model nobody called: it cost nothing
+            call.usd, call.offline = 0.0, True
         if self._cache and call.ok:
             self._cache.put(key, self._cache_entry(cfg, call))
         self._record(call, operator)
@@ -265,8 +267,9 @@ class LLMClient:
             return replies[index % len(replies)]
         if index < len(replies):
             return replies[index]
-        return LLMCall(model=self.cfg.model, error=f"llm.script has no reply left for operator '{operator or queue}' "
-                                                    f"(its '{queue}' list holds {len(replies)})")
+        return LLMCall(model=self.cfg.model, offline=True,
+                       error=f"llm.script has no reply left for operator '{operator or queue}' "
+                             f"(its '{queue}' list holds {len(replies)})")
 
     # -- provider ---------------------------------------------------------------------------------
 
