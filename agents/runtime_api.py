@@ -8,12 +8,12 @@ import importlib
 import inspect
 from typing import Iterable
 
-import task_runtime
-
 
 def imported_names(source: str) -> list[tuple[str, str]]:
     """(module, name) for each name a Python source imports from task_runtime or one of its modules;
     a plain `import task_runtime` stands for every public name."""
+    import task_runtime  # here, not at the top: it loads pandas, which a failing preflight never needs
+
     try:
         tree = ast.parse(source)
     except SyntaxError:

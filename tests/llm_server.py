@@ -183,3 +183,16 @@ def llm_server() -> Iterator[StubLLMServer]:
     """A started stub server, stopped after the test."""
     with StubLLMServer() as server:
         yield server
+
+
+# A live call with a real price: litellm's price map knows gpt-4o-mini, so a call the stub answers costs
+# its fixed usage (11 prompt + 7 completion tokens) at that price. Mock and scripted replies cost nothing,
+# so tests of USD caps and cost reporting use this.
+PRICED_MODEL = "openai/gpt-4o-mini"
+PRICED_CALL_USD = 11 * 0.15e-6 + 7 * 0.6e-6
+
+
+def priced_overrides(server: StubLLMServer, key_env: str = "STUB_KEY") -> list[str]:
+    """Run overrides for a live, priced LLM answered by `server` (set `key_env` in the environment)."""
+    return ["llm=openai_compatible", f"llm.model={PRICED_MODEL}", f"llm.api_base={server.url}",
+            f"llm.api_key_env={key_env}", "llm.retry_backoff_s=0.01"]

@@ -79,7 +79,11 @@ def test_greedy_improves_debugs_and_records_failed_edits(toy, tmp_path: Path) ->
     assert summary["steps"]["experiments"] == 3 and summary["steps"]["nodes"] == 5
     assert summary["best"]["node"] == "0002" and summary["best"]["test"] == 0.0
     assert summary["best"]["normalized_test"] == pytest.approx(1.0, abs=1e-4)
-    assert summary["llm"]["calls"] == 4 and summary["budget"]["used"]["usd"] > 0
+    assert summary["llm"]["calls"] == 4
+    # mock replies came from no provider: they cost nothing, and every place that shows a cost says why
+    assert summary["budget"]["used"]["usd"] == 0 and summary["budget"]["used"]["offline_llm"] is True
+    assert "LLM $0.0000 (offline LLM)" in out and "$0.0000 (offline LLM)" in out.split("summary:")[0]
+    assert all(c["usd"] == 0 and c["offline"] for n in nodes for c in n["llm_calls"])
     # prompts and responses are stored per node, content-addressed
     run_dir = Path(summary["run_dir"])
     call = nodes[2]["llm_calls"][0]
@@ -89,13 +93,20 @@ def test_greedy_improves_debugs_and_records_failed_edits(toy, tmp_path: Path) ->
     assert "y = slope" not in messages[0]["content"] and "model.py" in messages[1]["content"]
 
 
-def test_usd_cap_stops_the_run_cleanly(toy, tmp_path: Path) -> None:
-    # each mock call costs 1.35e-5 USD on gpt-4o-mini; a cap of 3e-5 allows two calls
-    summary, out = run_inprocess("agent=greedy", "task=toy", f"results_dir={tmp_path}", "budget.steps=10",
-                                 "budget.usd=3e-5", llm__mock_responses=[SLOPE_3, BAD_EDIT])
+def test_usd_cap_stops_the_run_cleanly(toy, tmp_path: Path, monkeypatch) -> None:
+    from llm_server import PRICED_CALL_USD, StubLLMServer, ok, priced_overrides
+
+    monkeypatch.setenv("STUB_KEY", "x")
+    with StubLLMServer() as server:  # live calls priced by litellm: a cap of 2.05 calls' cost allows two
+        server.script(ok(SLOPE_3), ok(BAD_EDIT))
+        summary, out = run_inprocess("agent=greedy", "task=toy", f"results_dir={tmp_path}", "budget.steps=10",
+                                     f"budget.usd={2.05 * PRICED_CALL_USD}", *priced_overrides(server))
     assert summary["status"] == "finished"
     assert "LLM budget" in summary["stop_reason"]
     assert summary["llm"]["calls"] == 2 and summary["best"]["test"] == 0.0
+    used = summary["budget"]["used"]  # a real call keeps its cost
+    assert used["usd"] == round(2 * PRICED_CALL_USD, 6) and used["offline_llm"] is False
+    assert f"LLM ${2 * PRICED_CALL_USD:.4f}" in out and "offline" not in out
 
 
 def test_unexecuted_steps_spend_nothing_and_storage_holds_only_changes(toy, tmp_path: Path) -> None:
@@ -151,6 +162,8 @@ def test_recorded_run_replays_identically_offline(toy, tmp_path: Path, monkeypat
 
     assert trace(replayed) == trace(recorded)
     assert replayed["llm"]["cached_calls"] == recorded["llm"]["calls"] == 2 and replayed["best"]["test"] == recorded["best"]["test"]
+    assert replayed["budget"]["used"]["offline_llm"] is True and replayed["budget"]["used"]["usd"] == 0
+    assert recorded["budget"]["used"]["offline_llm"] is False
 
 
 def test_summary_lines_count_in_words_and_align(toy, tmp_path: Path) -> None:

@@ -14,8 +14,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything
 import pytest
 
 from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, UserError
-from benchmark.llm.accounting import LLMCall, Usage
-from benchmark.llm.client import LLMClient, missing_credentials
+from benchmark.llm.accounting import LLMCall, Usage, cost_text
+from benchmark.llm.client import LLMClient
+from benchmark.llm.credentials import PROVIDER_KEYS, missing_credentials
 from benchmark.llm.config import LLMConfig
 
 from llm_server import (
@@ -24,6 +25,8 @@ from llm_server import (
     HANG,
     MALFORMED,
     NO_CHOICES,
+    PRICED_CALL_USD,
+    PRICED_MODEL,
     RATE_LIMIT,
     SERVER_ERROR,
     UNAUTHORIZED,
@@ -34,7 +37,6 @@ from llm_server import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-MOCK_CALL_USD = 1.35e-05  # gpt-4o-mini mock: 10 prompt + 20 completion tokens
 MSGS = [{"role": "user", "content": "propose an improvement"}]
 
 
@@ -137,15 +139,38 @@ def test_empty_reply_then_success(llm_server: StubLLMServer) -> None:
 # -- accounting and caps -------------------------------------------------------------------------
 
 
-def test_usd_cap_refuses_the_call_that_would_pass_it() -> None:
-    client = LLMClient(LLMConfig(model="gpt-4o-mini", mock_responses=["a", "b"], usd_cap=3e-5))
+def test_usd_cap_refuses_the_call_that_would_pass_it(llm_server: StubLLMServer,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STUB_KEY", "x")
+    llm_server.script(ok("a"), ok("b"))
+    client = LLMClient(stub_cfg(llm_server, model=PRICED_MODEL, usd_cap=2.05 * PRICED_CALL_USD))
     first, second = client.complete(MSGS), client.complete(MSGS)
-    assert (first.response, second.response) == ("a", "b")  # mock replies cycle in order
-    assert first.usd == pytest.approx(MOCK_CALL_USD)
-    assert client.usage.usd == pytest.approx(2 * MOCK_CALL_USD)
+    assert (first.response, second.response) == ("a", "b")
+    assert first.usd == pytest.approx(PRICED_CALL_USD) and not first.offline
+    assert client.usage.usd == pytest.approx(2 * PRICED_CALL_USD)
+    assert client.usage.reported_usd == client.usage.usd and not client.usage.offline  # real calls keep their cost
     with pytest.raises(BudgetExhausted):
         client.complete(MSGS)
     assert client.usage.calls == 2
+
+
+def test_mock_and_scripted_replies_cost_nothing(tmp_path: Path) -> None:
+    """litellm's mock prices the configured model, which was never called: an offline reply costs 0."""
+    script = tmp_path / "replies.yaml"
+    script.write_text("default: ['x', 'y']\n")
+    for cfg in (LLMConfig(model="gpt-4o-mini", mock_responses=["a"]), LLMConfig(model="gpt-4o", script=str(script))):
+        client = LLMClient(cfg)
+        calls = [client.complete(MSGS) for _ in range(2)]
+        assert [(c.usd, c.offline) for c in calls] == [(0.0, True)] * 2
+        assert calls[0].prompt_tokens > 0  # tokens are still counted (token caps apply offline too)
+        assert client.usage.offline and client.usage.reported_usd == 0.0 and client.usage.unknown_cost_calls == 0
+    ran_out = client.complete(MSGS)  # the script is spent: a failed call, and still no provider asked
+    assert ran_out.error and ran_out.offline and client.usage.offline
+
+
+def test_cost_text_says_why_a_cost_is_zero() -> None:
+    assert cost_text(0.0123) == "$0.0123" and cost_text(None) == "$?"
+    assert cost_text(0.5, offline=True) == "$0.0000 (offline LLM)"
 
 
 def test_token_cap() -> None:
@@ -252,17 +277,21 @@ def test_auto_mode_calls_once_then_hits(llm_server: StubLLMServer, tmp_path: Pat
     assert llm_server.hits == 2 and not other.cached
 
 
-def test_cache_hits_count_nominally_against_caps(tmp_path: Path) -> None:
-    """A replay stops where the recorded run stopped; spent_usd shows nothing was paid."""
-    base = dict(model="gpt-4o-mini", mock_responses=["a", "b"], cache_dir=str(tmp_path))
-    recorder = LLMClient(LLMConfig(**base, cache="record"))
+def test_cache_hits_count_nominally_against_caps(tmp_path: Path, llm_server: StubLLMServer,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replay stops where the recorded run stopped; spent_usd and the reported cost show nothing was paid."""
+    monkeypatch.setenv("STUB_KEY", "x")
+    base = dict(model=PRICED_MODEL, cache_dir=str(tmp_path))
+    recorder = LLMClient(stub_cfg(llm_server, **base, cache="record"))
     recorder.complete([{"role": "user", "content": "1"}])
     recorder.complete([{"role": "user", "content": "2"}])
-    replayer = LLMClient(LLMConfig(**base, cache="replay", usd_cap=3e-5))
+    replayer = LLMClient(stub_cfg(llm_server, **base, cache="replay", usd_cap=2.05 * PRICED_CALL_USD))
     calls = [replayer.complete([{"role": "user", "content": str(i)}]) for i in (1, 2)]
-    assert [c.usd for c in calls] == [pytest.approx(MOCK_CALL_USD)] * 2
-    assert replayer.usage.usd == pytest.approx(2 * MOCK_CALL_USD)
+    assert llm_server.hits == 2  # only the recorder's
+    assert [c.usd for c in calls] == [pytest.approx(PRICED_CALL_USD)] * 2
+    assert replayer.usage.usd == pytest.approx(2 * PRICED_CALL_USD)
     assert replayer.usage.spent_usd == pytest.approx(0.0)
+    assert replayer.usage.offline and replayer.usage.reported_usd == 0.0
     assert replayer.usage.cached_calls == 2
     with pytest.raises(BudgetExhausted):
         replayer.complete([{"role": "user", "content": "3"}])
@@ -294,6 +323,27 @@ def test_missing_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     assert "GEMINI_API_KEY" in (missing_credentials(LLMConfig(model="gemini/gemini-2.5-flash")) or "")
+    monkeypatch.setenv("GOOGLE_API_KEY", "g-test")  # litellm takes either of gemini's two variables
+    assert missing_credentials(LLMConfig(model="gemini/gemini-2.5-flash")) is None
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDER_KEYS))
+def test_key_table_agrees_with_litellm(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The light table answers without litellm; it must name the variables litellm itself asks for."""
+    from benchmark.llm.client import import_litellm
+
+    names, _ = PROVIDER_KEYS[provider]
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
+    check = import_litellm().validate_environment(model=f"{provider}/some-model")
+    assert sorted(check["missing_keys"]) == sorted(names)
+
+
+def test_provider_outside_the_table_asks_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AZURE_API_KEY", "AZURE_API_BASE", "AZURE_API_VERSION"):
+        monkeypatch.delenv(name, raising=False)
+    assert "AZURE_API_KEY" in (missing_credentials(LLMConfig(model="azure/my-deployment")) or "")
+    assert "names no provider" in (missing_credentials(LLMConfig(model="no-such-family-xyz")) or "")
 
 
 def test_import_does_not_load_litellm() -> None:

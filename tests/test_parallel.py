@@ -271,15 +271,20 @@ def test_a_parallel_run_under_the_live_view(toy, tmp_path: Path) -> None:
     assert "[0001] write" in out and "summary: probe on toy" in out and summary["steps"]["experiments"] == 4
 
 
-def test_llm_budget_with_three_in_flight_stops_launching_cleanly(toy, tmp_path: Path) -> None:
+def test_llm_budget_with_three_in_flight_stops_launching_cleanly(toy, tmp_path: Path, monkeypatch) -> None:
     from conftest import run_inprocess
 
     from test_engine import SLOPE_3
 
-    # each mock call costs 1.35e-5 USD; a cap of 3e-5 allows two calls. Calls already past the cap check
+    from llm_server import PRICED_CALL_USD, StubLLMServer, ok, priced_overrides
+
+    monkeypatch.setenv("STUB_KEY", "x")
+    # live calls priced by litellm; a cap of 2.05 calls' cost allows two. Calls already past the cap check
     # when it is reached still finish (up to parallel-1 more): the cap stops launching, it cannot recall
-    summary, _ = run_inprocess("agent=greedy", "task=toy", f"results_dir={tmp_path}", "budget.steps=10",
-                               "budget.usd=3e-5", "parallel=3", llm__mock_responses=[SLOPE_3])
+    with StubLLMServer() as server:
+        server.always(ok(SLOPE_3))
+        summary, _ = run_inprocess("agent=greedy", "task=toy", f"results_dir={tmp_path}", "budget.steps=10",
+                                   f"budget.usd={2.05 * PRICED_CALL_USD}", "parallel=3", *priced_overrides(server))
     records = journal_records(Path(summary["run_dir"]))
     assert summary["status"] == "finished" and "LLM budget" in summary["stop_reason"]
     assert 2 <= summary["llm"]["calls"] <= 4 and summary["steps"]["experiments"] == summary["llm"]["calls"]

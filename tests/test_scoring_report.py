@@ -105,8 +105,13 @@ def _tree(root: Path) -> dict[str, tuple[bytes, int]]:
 def test_scoring_writes_beside_the_results_never_into_runs_and_says_only_what_it_wrote(toy, tmp_path: Path) -> None:
     args = ("agent=greedy", "task=toy", "budget.steps=2", f"results_dir={tmp_path / 'results'}", "llm=scripted",
             f"llm.script={FIXTURES / 'scripts' / 'toy'}")
-    summary, _ = run_inprocess(*args)
+    summary, said = run_inprocess(*args)
     run_dir = Path(summary["run_dir"])
+    # scripted replies cost nothing, and the console, summary and report page say so
+    assert summary["budget"]["used"]["usd"] == 0 and summary["budget"]["used"]["offline_llm"] is True
+    assert "LLM $0.0000 (offline LLM)" in said
+    page = (run_dir / "report.html").read_text()
+    assert "$0.0000 (offline LLM)" in page and "$0 (offline LLM)" in page  # the run's line and each call's
     before = _tree(run_dir)
     agent_dir = run_dir.parent
     scored = run_cli(str(agent_dir), "--no-embeddings", "--no-plots", script="compute_agent_metrics.py", cwd=tmp_path)

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from benchmark.common.errors import UserError
+from benchmark.common.paths import task_runtime_dir
 from benchmark.executors.base import Job, JobResult, job_problem
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.executors.modal_image import (
@@ -50,7 +51,7 @@ from benchmark.executors.modal_image import (
 from benchmark.executors.modal_scripts import DISK_USAGE, KILL_ALL, SETUP
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
-from benchmark.executors.sandbox import LAUNCHER, job_env, runtime_dir
+from benchmark.executors.sandbox import LAUNCHER, job_env
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +300,7 @@ class ModalExecutor:
         work = Path(job.workdir)
         data = set(self._data_dirs(job))
         files = [Path(p) for p in job.readonly if Path(p) not in data and work not in (Path(p), *Path(p).parents)]
-        runtime = runtime_dir()  # at its host path, which the job's PYTHONPATH names (job_env)
+        runtime = task_runtime_dir()  # at its host path, which the job's PYTHONPATH names (job_env)
         sandbox.filesystem.write_bytes(pack([work, *files, Path(runtime)]), UPLOAD_TAR)
         protect = [str(p) for p in job.readonly if work in Path(p).parents] + [runtime]
         sticky = sorted({str(d) for p in protect for d in (Path(p).parent, *Path(p).parents) if work in (d, *d.parents)})

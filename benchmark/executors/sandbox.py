@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-import task_runtime
-
 from benchmark.common.errors import UserError
+from benchmark.common.paths import task_runtime_dir
 from benchmark.executors.base import Job
 from benchmark.executors.job_fs import JOB_ROOT, STAGE_ROOT, job_places, place_of
 
@@ -62,11 +61,6 @@ JOB_ID_ENV = "RESEARCHBENCH_JOB_ID"  # lets the harness find a job's escaped pro
 # Every job may import the task runtime (docs/tasks.md): a bwrap sandbox binds it read-only under this
 # dir, which is the job's PYTHONPATH; without one, its host parent dir is.
 RUNTIME_LIB = "/job/lib"
-
-
-def runtime_dir() -> str:
-    """The host dir of the `task_runtime` package the harness runs with."""
-    return os.path.dirname(os.path.realpath(task_runtime.__file__))
 
 
 def _bundled_bwrap() -> Optional[str]:
@@ -366,7 +360,7 @@ def sandbox_layout(
 
     `relocate` puts the job's dirs in their `Job.places`, the writable ones on a tmpfs of
     `Job.disk_bytes` (job_fs.py); otherwise every path is bound onto itself."""
-    layout = SandboxLayout(network=job.network, tmpfs_bytes=tmpfs_bytes, run_as=run_as, runtime=runtime_dir())
+    layout = SandboxLayout(network=job.network, tmpfs_bytes=tmpfs_bytes, run_as=run_as, runtime=task_runtime_dir())
     if relocate:
         layout.places, layout.job_fs_bytes = job_places(job), int(job.disk_bytes or 0)
     for path in dict.fromkeys([*SYSTEM_DIRS, *sorted(glob.glob("/lib*")), *ETC_FILES, *python_dirs()]):
@@ -405,7 +399,7 @@ def job_env(job: Job, gpu_ids: list[int], job_id: str, python_path: Optional[str
         "TMPDIR": "/tmp",
         "MPLCONFIGDIR": "/tmp",
         "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONPATH": python_path or os.path.dirname(runtime_dir()),
+        "PYTHONPATH": python_path or os.path.dirname(task_runtime_dir()),
         "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in gpu_ids),
         JOB_ID_ENV: job_id,
     }

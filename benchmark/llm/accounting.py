@@ -16,7 +16,9 @@ class LLMCall:
     is 0 (no provider was asked) and ``latency_s`` is the time the lookup took; ``replayed_by_position``
     says a replay served the reply recorded at the same point of the run because the prompt differed. ``completion_tokens``
     includes ``reasoning_tokens`` (as providers bill them). ``finish_reason`` "length" means the reply
-    was cut by ``max_tokens``. ``prompt_chars`` is the size of the messages sent.
+    was cut by ``max_tokens``. ``prompt_chars`` is the size of the messages sent. ``offline`` means no
+    provider was asked (a mock or scripted reply, a replay miss): ``usd`` is then 0, never a price-map
+    figure for a model that was not called.
     """
 
     model: str
@@ -32,6 +34,7 @@ class LLMCall:
     error: str = ""
     cached: bool = False
     replayed_by_position: bool = False
+    offline: bool = False
     response: str = ""
     messages: list[dict] = field(default_factory=list)
 
@@ -61,7 +64,8 @@ class Usage:
     cost; calls whose price is unknown are counted in ``unknown_cost_calls`` instead. Failed calls
     count in ``calls`` and ``failed_calls`` and add only the tokens they consumed (a reasoning model
     that thought until the limit and answered nothing still costs). ``add`` takes a lock: operators
-    may call the LLM from several threads at once.
+    may call the LLM from several threads at once. ``offline_calls`` counts calls no provider answered
+    (offline or cache hits): when that is every call, the run cost nothing (``offline``).
     """
 
     _lock: ClassVar[threading.Lock] = threading.Lock()
@@ -75,6 +79,7 @@ class Usage:
     usd: float = 0.0
     cached_usd: float = 0.0
     unknown_cost_calls: int = 0
+    offline_calls: int = 0
     operator_calls: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -86,9 +91,21 @@ class Usage:
         """Money actually paid to providers: nominal cost minus what the cache served."""
         return self.usd - self.cached_usd
 
+    @property
+    def offline(self) -> bool:
+        """Every call so far was answered without a provider (mock, script, replay cache)."""
+        return self.calls > 0 and self.offline_calls == self.calls
+
+    @property
+    def reported_usd(self) -> float:
+        """The cost shown to people: 0 for an offline run (a replay's recorded cost is not spent again;
+        ``usd`` keeps it, as budgets count it), else the nominal cost."""
+        return 0.0 if self.offline else self.usd
+
     def add(self, call: LLMCall) -> None:
         with self._lock:
             self.calls += 1
+            self.offline_calls += call.offline or call.cached
             self.operator_calls[call.operator] = self.operator_calls.get(call.operator, 0) + 1
             self.prompt_tokens += call.prompt_tokens
             self.completion_tokens += call.completion_tokens
@@ -121,3 +138,13 @@ class Usage:
         """Restore a checkpoint; unknown keys are ignored and missing ones default to 0."""
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in (raw or {}).items() if k in known})
+
+
+OFFLINE_LABEL = "(offline LLM)"
+
+
+def cost_text(usd: float | None, offline: bool = False) -> str:
+    """A cost as the console and reports show it: "$0.0123", "$0.0000 (offline LLM)", or "$?" unknown."""
+    if offline:
+        return f"$0.0000 {OFFLINE_LABEL}"
+    return f"${usd:.4f}" if usd is not None else "$?"

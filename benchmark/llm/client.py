@@ -36,8 +36,6 @@ from benchmark.llm.config import CACHE_MODES, LLMConfig, as_config
 MAX_BACKOFF_S = 60.0  # cap on one exponential backoff wait
 MAX_ERROR_CHARS = 2000  # provider error texts can be whole HTML pages
 NO_KEY_PLACEHOLDER = "no-key"  # sent to key-less custom endpoints: the OpenAI SDK refuses to send none
-KEYLESS_PROVIDERS = frozenset({"ollama", "ollama_chat", "hosted_vllm", "vllm", "lm_studio"})
-EITHER_KEY_PROVIDERS = frozenset({"gemini"})  # litellm lists alternatives, any one of which suffices
 
 _log = logging.getLogger(__name__)
 _litellm_lock = threading.Lock()
@@ -56,7 +54,7 @@ class ThoughtToTheLimit(Exception):
         self.response = response
 
 
-def _import_litellm() -> Any:
+def import_litellm() -> Any:
     """Import litellm offline and quiet: no price-map download, no banners, no debug chatter."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_LOG", "ERROR")
@@ -205,6 +203,8 @@ class LLMClient:
             scripted.messages = messages
             return self._record(scripted, operator)
         call, failure = self._call_provider(cfg, messages, started, scripted)
+        if scripted is not None:  # litellm's mock priced a model nobody called: it cost nothing
+            call.usd, call.offline = 0.0, True
         if self._cache and call.ok:
             self._cache.put(key, {**self._cache_entry(cfg, call), "operator": operator, "position": position})
         self._record(call, operator)
@@ -268,8 +268,9 @@ class LLMClient:
             return replies[index % len(replies)]
         if index < len(replies):
             return replies[index]
-        return LLMCall(model=self.cfg.model, error=f"llm.script has no reply left for operator '{operator or queue}' "
-                                                    f"(its '{queue}' list holds {len(replies)})")
+        return LLMCall(model=self.cfg.model, offline=True,
+                       error=f"llm.script has no reply left for operator '{operator or queue}' "
+                             f"(its '{queue}' list holds {len(replies)})")
 
     # -- provider ---------------------------------------------------------------------------------
 
@@ -299,7 +300,7 @@ class LLMClient:
         """The call, and ``endpoint_failure`` of its last exception ("" when answered)."""
         from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-        litellm = _import_litellm()
+        litellm = import_litellm()
         kwargs = self._request_kwargs(cfg, messages, mock)
         attempts = 0
         retrying = Retrying(
@@ -362,7 +363,7 @@ class LLMClient:
         if entry is None:
             miss = (f"replay cache miss (key {key[:16]}; no recorded '{operator}' call #{position + 1}) "
                     f"in {self.cfg.cache_dir}")
-            return LLMCall(model=cfg.model, error=miss, messages=messages)
+            return LLMCall(model=cfg.model, error=miss, messages=messages, offline=True)
         _log.warning("replay: the prompt of '%s' call #%d differs from the recording (e.g. measured times); "
                      "replaying the reply recorded at that point", operator, position + 1)
         call = self._from_cache(cfg, entry, messages, time.monotonic() - started)
@@ -464,31 +465,3 @@ def _resolve_key(cfg: LLMConfig) -> Optional[str]:
     if cfg.api_base and not (cfg.mock_responses or cfg.script):
         return NO_KEY_PLACEHOLDER  # custom endpoint without api_key_env: it needs no key
     return None
-
-
-def missing_credentials(cfg: LLMConfig | Any) -> Optional[str]:
-    """One user-facing line naming the env var to set, or None when the config can run as is."""
-    cfg = as_config(cfg)
-    if cfg.script:
-        return None if Path(cfg.script).expanduser().exists() else \
-            f"llm.script={cfg.script} does not exist; give a folder or file of replies (docs/agents.md)"
-    if cfg.mock_responses:
-        return None
-    hint = "(or run a non-LLM agent: agent=optuna)"
-    if cfg.api_key_env:
-        return None if os.environ.get(cfg.api_key_env) else f"set {cfg.api_key_env} {hint}"
-    if cfg.api_base:
-        return None  # a custom endpoint (vLLM, Ollama) without api_key_env needs no key
-    litellm = _import_litellm()
-    try:
-        provider = litellm.get_llm_provider(model=cfg.model)[1]
-    except Exception:
-        return f"llm.model={cfg.model!r} names no provider litellm knows (try e.g. openai/{cfg.model})"
-    if provider in KEYLESS_PROVIDERS:
-        return None
-    check = litellm.validate_environment(model=cfg.model)
-    missing = [k for k in check.get("missing_keys") or [] if not os.environ.get(k)]
-    if check.get("keys_in_environment") or not missing:
-        return None
-    joiner = " or " if provider in EITHER_KEY_PROVIDERS else " and "
-    return f"set {joiner.join(missing)} {hint}"

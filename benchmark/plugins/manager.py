@@ -133,11 +133,12 @@ def api_version_problem(plugin: str, declared: Any, harness: str = AGENT_API_VER
 
 
 def _task_name(path: Path) -> str:
-    """The manifest's name, or the folder's when the manifest is unreadable (load_task reports why)."""
+    """The manifest's name, or the folder's when the manifest is unreadable (load_task reports why).
+    Every command reads every manifest here, so libyaml's loader is used where installed (10x faster)."""
     import yaml
 
     try:
-        raw = yaml.safe_load((path / "task.yaml").read_text())
+        raw = yaml.load((path / "task.yaml").read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (OSError, yaml.YAMLError):
         return path.name
     return raw["name"] if isinstance(raw, dict) and isinstance(raw.get("name"), str) else path.name

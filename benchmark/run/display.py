@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from benchmark.common.inert_text import inert
+from benchmark.llm.accounting import cost_text
 
 # what a running job is doing, shown next to it
 PROPOSING = "asking the LLM"
@@ -39,6 +40,7 @@ class Stats:
     best: str  # e.g. "mse=0.0123 (node 0004)", or "n/a"
     tokens: int
     usd: float | None  # None for agents without an LLM
+    offline: bool = False  # every LLM call was answered without a provider: it cost nothing
 
 
 class Display:
@@ -119,7 +121,8 @@ class RichDisplay(Display):
         head.add_row(Text("experiments"), ProgressBar(total=max(stats.budget, 1), completed=stats.experiments,
                                                       width=30),
                      Text(f"{stats.experiments}/{stats.budget}"), Text(f"best {stats.best}"),
-                     Text(f"tokens {stats.tokens:,}" + (f"  ${stats.usd:.4f}" if stats.usd is not None else "")))
+                     Text(f"tokens {stats.tokens:,}"
+                          + (f"  {cost_text(stats.usd, stats.offline)}" if stats.usd is not None else "")))
         jobs = Table(box=None, padding=(0, 2), show_edge=False)
         for column in ("node", "action", "doing", "elapsed"):
             jobs.add_column(column, justify="right" if column == "elapsed" else "left")

@@ -209,7 +209,8 @@ class Run:
         best = self.store.best()
         shown = f"{self.spec.metric.name}={best.primary:.4f} (node {best.id})" if best else "n/a"
         return Stats(experiments=self.counters.experiments, budget=self.budget.steps, best=shown,
-                     tokens=self.usage.total_tokens, usd=self.usage.usd if self.llm is not None else None)
+                     tokens=self.usage.total_tokens, usd=self.usage.reported_usd if self.llm is not None else None,
+                     offline=self.usage.offline)
 
     def context(self, step: int, others_in_flight: int) -> OpContext:
         """What an operator or analyzer of node `step` gets; its RNG depends on (seed, step) alone."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from omegaconf import DictConfig, OmegaConf
 
 from benchmark.common.errors import UserError
-from benchmark.llm.client import missing_credentials
+from benchmark.llm.credentials import missing_credentials
 from benchmark.plugins.agent_api import AgentSpec
 from benchmark.plugins.manager import Registry
 

@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 
 from benchmark.common.inert_text import inert
 from benchmark.common.paths import REPO_ROOT
+from benchmark.llm.accounting import cost_text
 from benchmark.records.journal import now
 
 if TYPE_CHECKING:
@@ -89,7 +90,8 @@ def build(run: Run, status: str, abort_cause: str | None = None) -> dict[str, An
                        "step_timeout_s": budget.step_timeout_s},
             "clock": counters.clock or None,  # cpu: step_timeout_s and compute_hours are CPU time (budget.py)
             "used": {"experiments": counters.experiments, "compute_hours": round(counters.compute_s / 3600, 5),
-                     "usd": round(run.usage.usd, 6), "tokens": run.usage.prompt_tokens + run.usage.completion_tokens,
+                     "usd": round(run.usage.reported_usd, 6), "offline_llm": run.usage.offline,
+                     "tokens": run.usage.prompt_tokens + run.usage.completion_tokens,
                      "unknown_cost_calls": run.usage.unknown_cost_calls},
         },
         "wall_seconds": round(run.wall_before + time.monotonic() - run.started, 1),
@@ -136,7 +138,7 @@ def progress(run: Run, node: Node) -> str:
     else:  # agent text (a done reason, an edit's feedback): one line, inert
         first = inert(node.feedback).split("\n", 1)[0][:70]
         result = f"{node.status.replace('_', ' ')}: {first}"
-    cost = f" ${run.usage.usd:.4f}" if run.llm is not None else ""
+    cost = f" {cost_text(run.usage.reported_usd, run.usage.offline)}" if run.llm is not None else ""
     cpu = f" (cpu {node.cpu_seconds:.1f}s)" if node.cpu_seconds is not None else ""
     return (f"[{node.id}] {node.operator:<8} <- {parents:<5} {result}  | best {_fmt(best.primary if best else None)}"
             f"  exp {run.counters.experiments}/{run.budget.steps}  {node.seconds:.1f}s{cpu}{cost}")
@@ -145,7 +147,7 @@ def progress(run: Run, node: Node) -> str:
 def render(summary: dict[str, Any]) -> str:
     m, base, best = summary["metric"], summary["baseline"], summary["best"]
     arrow = "lower is better" if m["direction"] == "lower" else "higher is better"
-    steps = summary["steps"]
+    steps, used = summary["steps"], summary["budget"]["used"]
     best_label = f"best (node {best['node'] or '-'})"
     width = max(len("baseline"), len(best_label))
     lines = [
@@ -155,7 +157,7 @@ def render(summary: dict[str, Any]) -> str:
         f"  {best_label:<{width}}  val {_fmt(best['val'])}   hidden test {_fmt(best['test'])}"
         + (f"   normalized {best['normalized_test']:.3f}" if best.get("normalized_test") is not None else ""),
         f"  steps: {plural(steps['experiments'], 'experiment')}, {plural(steps['nodes'], 'node')}; "
-        f"time {summary['wall_seconds']:.0f}s; LLM ${summary['budget']['used']['usd']:.4f}",
+        f"time {summary['wall_seconds']:.0f}s; LLM {cost_text(used['usd'], bool(used.get('offline_llm')))}",
         f"  stopped: {summary['stop_reason']}",
         f"  results: {summary['run_dir']}",
     ]

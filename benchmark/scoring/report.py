@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchmark.common.inert_text import inert, map_text
 from benchmark.common.safefs import safe_relpath
+from benchmark.llm.accounting import OFFLINE_LABEL, cost_text
 from benchmark.records.journal import Node
 from benchmark.scoring.runs import RunRecord, is_ok
 
@@ -174,12 +175,21 @@ def _node(run: RunRecord, node: Node) -> str:
             continue
         head = (f"LLM call {i + 1}: {call.get('operator', '')} {call.get('purpose', '')} · {call.get('model', '')} · "
                 f"{call.get('prompt_tokens', 0)}+{call.get('completion_tokens', 0)} tokens · "
-                f"${call.get('usd') if call.get('usd') is not None else '?'}"
+                f"{_call_cost(call)}"
                 + (f" · error: {call.get('error')}" if call.get("error") else ""))
         parts.append(f"<details><summary>{esc(head)}</summary><h4>Prompt</h4>{_messages(run, call.get('messages', ''))}"
                      f"<h4>Response</h4>{pre(run.text(call.get('response', ''), limit=TEXT_LIMIT))}</details>")
     parts.append("</details>")
     return "".join(parts)
+
+
+def _call_cost(call: dict) -> str:
+    """One journaled call's cost: a recorded figure is a number only when it is one (journals are agent-run)."""
+    usd = call.get("usd")
+    usd = float(usd) if isinstance(usd, (int, float)) and not isinstance(usd, bool) else None
+    if call.get("offline") is True:
+        return f"$0 {OFFLINE_LABEL}"
+    return (f"${usd:.6g}" if usd is not None else "$?") + (" (cache hit)" if call.get("cached") is True else "")
 
 
 def run_html(run: RunRecord) -> str:
@@ -192,7 +202,7 @@ def run_html(run: RunRecord) -> str:
     body = [f"<h1>{esc(run.agent)} on {esc(run.task)}, seed {esc(run.seed)}</h1>",
             f"<p class='note'>{esc(run.metric.name)} ({esc(run.metric.direction)} is better) · status {esc(s.get('status'))}"
             f" · budget {esc(run.budget_label)} · stopped: {esc(s.get('stop_reason'))} · {len(run.experiments)} experiments,"
-            f" {len(run.nodes)} nodes · ${esc(used.get('usd'))} · {esc(used.get('tokens'))} tokens · {esc(run.run_dir)}</p>",
+            f" {len(run.nodes)} nodes · {esc(cost_text(used.get('usd'), bool(used.get('offline_llm'))))} · {esc(used.get('tokens'))} tokens · {esc(run.run_dir)}</p>",
             f"<table><tr><th></th><th>val</th><th>hidden test</th></tr>{rows}</table>", "<h2>Best validation score so far</h2>", _curve_svg(run),
             "<h2>Search tree</h2>", _tree(run), "<h2>Nodes</h2>"]
     body += [_node(run, n) for n in run.nodes]

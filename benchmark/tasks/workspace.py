@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
-import task_runtime
 from benchmark.common.errors import UserError
-from benchmark.common.paths import REPO_ROOT
+from benchmark.common.paths import REPO_ROOT, task_runtime_dir
 from benchmark.tasks.manifest import TaskSpec, render
 
 # The group that may read labels: the evaluator's sandbox user has it, agent jobs never do. Only a
@@ -216,7 +215,7 @@ def secure_labels(labels_dir: Path) -> None:
 def _run_prepare_command(spec: TaskSpec, target: Path) -> None:
     argv = render(spec.prepare, python=sys.executable, task_dir=str(spec.task_dir), workspace=str(target))
     # A prepare script may import the task runtime (docs/tasks.md), as the task's driver and evaluator do.
-    runtime_parent = os.path.dirname(os.path.dirname(os.path.realpath(task_runtime.__file__)))
+    runtime_parent = os.path.dirname(task_runtime_dir())
     python_path = os.pathsep.join(filter(None, [runtime_parent, os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": python_path}
     try:
