@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, UserError
+from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, ScriptExhausted, UserError
+from benchmark.common.paths import REPO_ROOT
 from benchmark.llm.accounting import LLMCall, Usage
 from benchmark.llm.cache import ResponseCache, cache_key
 from benchmark.llm.config import CACHE_MODES, LLMConfig, as_config
@@ -179,6 +180,7 @@ class LLMClient:
         self._cache = ResponseCache(self.cfg.cache_dir) if self.cfg.cache != "off" else None
         self._lock = threading.Lock()
         self._served: dict[str, int] = {}  # scripted/mock replies handed out, per queue
+        self._exhausted = ""  # why the script ran out, once it has
         self.unavailable: Optional[InfrastructureFailure] = None  # set by the first endpoint failure
         self.last_error = ""  # of the latest failed call, for the run's verdict when none succeeded
 
@@ -200,9 +202,6 @@ class LLMClient:
                 miss = f"replay cache miss (key {key[:16]}) in {self.cfg.cache_dir}"
                 return self._record(LLMCall(model=cfg.model, error=miss, messages=messages), operator)
         scripted = self._scripted_reply(operator)
-        if isinstance(scripted, LLMCall):  # the script ran out for this operator
-            scripted.messages = messages
-            return self._record(scripted, operator)
         call, failure = self._call_provider(cfg, messages, started, scripted)
         if self._cache and call.ok:
             self._cache.put(key, self._cache_entry(cfg, call))
@@ -247,12 +246,15 @@ class LLMClient:
 
     # -- offline replies --------------------------------------------------------------------------
 
-    def _scripted_reply(self, operator: str) -> str | LLMCall | None:
+    def _scripted_reply(self, operator: str) -> str | None:
         """The next mock or scripted reply (None for a live call). Positions are claimed under a lock
-        and start from the checkpointed usage, so threads never share a reply and resume continues."""
+        and start from the checkpointed usage, so threads never share a reply and resume continues.
+        A script that runs out for an operator raises ScriptExhausted, then and at every later call."""
         if self._script is None and not self.cfg.mock_responses:
             return None
         with self._lock:
+            if self._exhausted:
+                raise ScriptExhausted(self._exhausted)
             if self._script is None:
                 queue, replies = "*", self.cfg.mock_responses or []
                 start = self.usage.calls
@@ -262,13 +264,13 @@ class LLMClient:
                 start = sum(n for op, n in self.usage.operator_calls.items()
                             if (op if op in self._script else "default") == queue)
             index = self._served.setdefault(queue, start)
+            if self._script is not None and index >= len(replies):
+                self._exhausted = (f"scripted LLM: script exhausted after {self.usage.calls} replies; stopping "
+                                   f"(no reply left for operator '{operator or queue}': its '{queue}' list holds "
+                                   f"{len(replies)})")
+                raise ScriptExhausted(self._exhausted)
             self._served[queue] = index + 1
-        if self._script is None:
-            return replies[index % len(replies)]
-        if index < len(replies):
-            return replies[index]
-        return LLMCall(model=self.cfg.model, error=f"llm.script has no reply left for operator '{operator or queue}' "
-                                                    f"(its '{queue}' list holds {len(replies)})")
+        return replies[index % len(replies)]
 
     # -- provider ---------------------------------------------------------------------------------
 
@@ -369,6 +371,13 @@ class LLMClient:
         )
 
 
+def script_path(path: str | os.PathLike[str]) -> Path:
+    """``llm.script`` as given, or, when a relative path is not found from here, from the checkout: the
+    preset's default (examples/scripts/<task>.yaml) then works from any directory."""
+    given = Path(path).expanduser()
+    return given if given.is_absolute() or given.exists() else REPO_ROOT / given
+
+
 def load_script(path: str | os.PathLike[str]) -> dict[str, list[str]]:
     """Scripted replies for ``llm.script``, as {operator or "default": [reply, ...]}.
 
@@ -378,7 +387,7 @@ def load_script(path: str | os.PathLike[str]) -> dict[str, list[str]]:
     - ``.yaml``/``.yml``/``.json``: a list of replies, or a mapping operator -> list of replies.
     An operator without its own list takes replies from ``default``, in the order calls are made.
     """
-    root = Path(path).expanduser()
+    root = script_path(path)
     if not root.exists():
         raise UserError(f"llm.script={path}: no such file or folder")
     script: dict[str, list[str]] = {}
@@ -453,7 +462,7 @@ def missing_credentials(cfg: LLMConfig | Any) -> Optional[str]:
     """One user-facing line naming the env var to set, or None when the config can run as is."""
     cfg = as_config(cfg)
     if cfg.script:
-        return None if Path(cfg.script).expanduser().exists() else \
+        return None if script_path(cfg.script).exists() else \
             f"llm.script={cfg.script} does not exist; give a folder or file of replies (docs/agents.md)"
     if cfg.mock_responses:
         return None
