@@ -86,7 +86,8 @@ class AidePolicy(StatelessPolicy):
 
 
 def build(cfg: AideConfig, task: TaskSpec) -> Agent:
-    return Agent(policy=AidePolicy(cfg, task.budget.steps), operators=operators.bind(cfg, ("draft", "improve", "debug"), explored=True),
+    return Agent(policy=AidePolicy(cfg, task.budget.steps),
+                 operators=operators.bind(cfg, ("draft", "improve", "debug"), explored=True),
                  analyze=operators.analyzer(cfg) if cfg.analyze else None)
 
 

@@ -3,10 +3,10 @@
 Selection descends from the root through the child with the highest UCT,
     UCT(c | p) = norm(Q(c)) + uct_c * sqrt(ln n(p) / n(c)),   Q(c) = W(c) / n(c),
 with Q min-max normalised over every value backed up so far (flipped when lower is better), until a
-node with no visited child: the leaf. The leaf gets `num_children` expansions (None: the run's budget
-// 4 in [1, `max_children`], agents/budget_rules.py, so 8 experiments expand 2 at a time, not 3) (drafts at the root,
-improvements elsewhere). A scored child backs its metric up along its whole path (n += 1, W += v).
-A buggy child starts a debug chain of up to `max_debug_depth` debug steps; the chain's value is
+node with no visited child: the leaf. The leaf gets `num_children` expansions (drafts at the root,
+improvements elsewhere; unless set, the run's budget // 4 in [1, `max_children`], agents/budget_rules.py,
+so 8 experiments expand 2 at a time, not 3). A scored child backs its metric up along its whole path
+(n += 1, W += v). A buggy child starts a debug chain of up to `max_debug_depth` debug steps; the chain's value is
 backed up, through every buggy node in it, only when a step fixes it. Unfixed failures keep n = 0
 and are never selected (AIRA scores them -1e8). Every expansion is expanded once per selection; it
 is not FML-bench's port, which expanded the root once (two drafts per run).
@@ -132,7 +132,8 @@ class MctsPolicy:
 
 
 def build(cfg: MctsConfig, task: TaskSpec) -> Agent:
-    return Agent(policy=MctsPolicy(cfg, task.metric, task.budget.steps), operators=operators.bind(cfg, ("draft", "improve", "debug")))
+    return Agent(policy=MctsPolicy(cfg, task.metric, task.budget.steps),
+                 operators=operators.bind(cfg, ("draft", "improve", "debug")))
 
 
 @hookimpl

@@ -78,3 +78,25 @@ def test_semi_supervised_script_runs_end_to_end_from_the_preset_default(workspac
     assert [(n["operator"], n["status"]) for n in nodes[1:]] == [("improve", "ok")] * 3
     assert summary["stop_reason"].startswith("scripted LLM: script exhausted after 3 replies; stopping")
     assert summary["best"]["val"] > summary["baseline"]["val"]  # label spreading beats self-training
+
+
+def test_help_says_mock_never_edits_and_where_the_scripts_are() -> None:
+    from conftest import run_cli
+
+    proc = run_cli("--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "llm=mock answers every call with one reply that NEVER edits" in proc.stdout
+    assert "examples/scripts/<task>.yaml" in proc.stdout
+
+
+def test_the_presets_default_script_is_found_from_any_directory(tmp_path: Path, monkeypatch) -> None:
+    from benchmark.llm.client import script_path
+    from conftest import compose
+
+    monkeypatch.chdir(tmp_path)
+    configured = compose("llm=scripted", "task=fairness").llm.script
+    assert configured == "examples/scripts/fairness.yaml"
+    assert script_path(configured) == SCRIPTS / "fairness.yaml"
+    (tmp_path / "examples" / "scripts").mkdir(parents=True)
+    (tmp_path / "examples" / "scripts" / "fairness.yaml").write_text("- mine\n")
+    assert script_path(configured) == Path("examples/scripts/fairness.yaml")  # the user's own file comes first

@@ -138,3 +138,18 @@ def test_scoring_writes_beside_the_results_never_into_runs_and_says_only_what_it
     again, said = run_inprocess(*args)
     assert again["run_dir"] == str(run_dir) and "nothing to do" in said
     assert (run_dir / "best_solution").is_dir() and (run_dir / "report.html").is_file()
+
+
+def test_best_solution_readme_keeps_hostile_agent_text_inside_its_fences(tmp_path: Path) -> None:
+    steps = golden_steps()
+    steps[3].plan = "fixed it\n````\n# Fake heading\x1b[31m outside the fence?"
+    steps[3].files = {"model.py": "a = 4  # ```` \x1b]0;title\x07\n"}
+    run_dir = write_run(tmp_path / "results", "aide", "toy", 0, steps, baseline_test=12.0, best_test=5.0)
+    best, _ = export_run(run_dir)
+    readme = (best / "README.md").read_text()
+    assert "\x1b" not in readme and "\x07" not in readme
+    fences = [line for line in readme.splitlines() if line.startswith("```")]
+    assert "`````" in fences and len(fences) % 2 == 0  # longer fences than the agent's own backticks
+    plan_block = readme.split("## What the agent said it did")[1].split("`````")[1]
+    assert "# Fake heading" in plan_block  # shown inside the fence, not as a heading of the README
+    assert "| this solution | 4 | 5 |" in readme and "| baseline | 10 | 12 |" in readme

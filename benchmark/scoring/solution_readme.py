@@ -5,6 +5,7 @@ inert and fenced, never as markdown of its own."""
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from benchmark.common.inert_text import inert
@@ -23,16 +24,8 @@ def _score(value: float | None) -> str:
 
 def _fence(text: str, lang: str = "") -> str:
     """A fenced block the text itself cannot close: a longer fence than any run of backticks in it."""
-    ticks = "`" * max(3, _longest_backticks(text) + 1)
+    ticks = "`" * max(3, max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}"
-
-
-def _longest_backticks(text: str) -> int:
-    best = run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        best = max(best, run)
-    return best
 
 
 def _diff_summary(before: dict[str, str], after: dict[str, str], diff: str) -> str:
@@ -41,7 +34,7 @@ def _diff_summary(before: dict[str, str], after: dict[str, str], diff: str) -> s
     removed = sum(1 for line in diff.splitlines() if line.startswith("-") and not line.startswith("---"))
     if not changed:
         return "No file differs from the baseline: the baseline itself scored best."
-    return f"{len(changed)} file(s) changed ({', '.join(changed)}), +{added} -{removed} lines."
+    return inert(f"{len(changed)} file(s) changed ({', '.join(changed)}), +{added} -{removed} lines.", multiline=False)
 
 
 def _rerun(run: RunRecord, spec: TaskSpec | None) -> list[str]:
