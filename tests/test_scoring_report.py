@@ -148,8 +148,7 @@ def test_best_solution_readme_keeps_hostile_agent_text_inside_its_fences(tmp_pat
     best, _ = export_run(run_dir)
     readme = (best / "README.md").read_text()
     assert "\x1b" not in readme and "\x07" not in readme
-    fences = [line for line in readme.splitlines() if line.startswith("```")]
-    assert "`````" in fences and len(fences) % 2 == 0  # longer fences than the agent's own backticks
+    assert "`````diff\n" in readme  # fences longer than the agent's own run of backticks
     plan_block = readme.split("## What the agent said it did")[1].split("`````")[1]
-    assert "# Fake heading" in plan_block  # shown inside the fence, not as a heading of the README
+    assert "\n````\n# Fake heading" in plan_block  # inside the fence, not a heading of the README
     assert "| this solution | 4 | 5 |" in readme and "| baseline | 10 | 12 |" in readme
