@@ -9,6 +9,7 @@ import re
 import shlex
 
 from benchmark.common.inert_text import inert
+from benchmark.common.paths import REPO_ROOT
 from benchmark.plugins.edits import unified_diff
 from benchmark.scoring.runs import RunRecord
 from benchmark.tasks.manifest import TaskSpec, render
@@ -49,6 +50,7 @@ def _rerun(run: RunRecord, spec: TaskSpec | None) -> list[str]:
     evaluate = render(spec.evaluator, python="python", task_dir=str(spec.task_dir), output="work/out",
                       labels=str(root / spec.data.labels), metrics="work/out/metrics.json", phase="val")
     script = "\n".join([
+        f"export PYTHONPATH={shlex.quote(str(REPO_ROOT))}  # the harness's task_runtime, as jobs see it",
         f"rm -rf work && cp -r {shlex.quote(str(spec.code_dir))} work",
         f"cp -r {shlex.quote(str(run.run_dir / 'best_solution'))}/. work/ && rm work/{README} && mkdir work/out",
         f"(cd work && {shlex.join(phase)})",
