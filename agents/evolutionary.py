@@ -12,6 +12,11 @@ island's average; islands over `max_island_size` drop their worst; and from gene
 `num_generations_till_migration` on, with probability `migration_prob`, the weaker half of the
 islands are reset to their best plus one migrant from a stronger island.
 
+At small budgets the sizes follow the run's budget unless set (agents/budget_rules.py): individuals per
+generation = budget // 4 in [1, `max_individuals`]; islands = one per two individuals, at most
+`max_islands` (an island fed one child a generation selects from nothing); the temperature schedule
+spans budget // individuals generations, so selection sharpens within the run, not after it.
+
 State (generation, islands, fitness range, agenda, offspring awaiting admission) is JSON,
 checkpointed with every node. Offspring that finish after their generation closed (parallel runs)
 are admitted with the next one instead of being lost.
@@ -22,9 +27,10 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from agents import operators
+from agents.budget_rules import exploration_width
 from agents.prompts import PromptConfig
 from agents.tree import ROOT, action_from_json, action_to_json, debug_depth, retry_debug
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec
@@ -40,10 +46,13 @@ class EvolutionaryConfig(PromptConfig):
     # no migration. Our budgets are 10-50 experiments, so: two small islands (the point of the method),
     # 4 individuals a generation (gen 0 = 4 drafts), a schedule that sharpens selection over ~10
     # generations, crossover from generation 2 and migration from generation 3, debug chains of 3.
-    num_islands: int = 2
+    # Those are the sizes from 16 experiments on; below, 4 drafts would be half of an 8-step run.
+    num_islands: Optional[int] = None  # None: individuals // 2, in [1, max_islands]
+    max_islands: int = 2
     max_island_size: int = 8
-    individuals_per_generation: int = 4
-    num_generations: int = 10  # length of the temperature schedule; the run's budget ends the search
+    individuals_per_generation: Optional[int] = None  # None: the run's budget // 4, in [1, max_individuals]
+    max_individuals: int = 4
+    num_generations: Optional[int] = None  # temperature schedule length; None: budget // individuals
     initial_temp: float = 1.0
     final_temp: float = 0.3
     crossover_prob: float = 0.5
@@ -69,10 +78,15 @@ def softmax_choice(rng: random.Random, scores: list[float], temp: float, k: int 
 
 
 class EvolutionaryPolicy:
-    def __init__(self, cfg: EvolutionaryConfig, metric: Metric):
+    def __init__(self, cfg: EvolutionaryConfig, metric: Metric, budget_steps: int):
         self.cfg, self.metric = cfg, metric
+        self.individuals = exploration_width(cfg.individuals_per_generation, budget_steps, cfg.max_individuals)
+        self.num_islands = cfg.num_islands if cfg.num_islands is not None else \
+            max(1, min(cfg.max_islands, self.individuals // 2))
+        self.num_generations = cfg.num_generations if cfg.num_generations is not None else \
+            max(1, budget_steps // self.individuals)
         self.generation = 0
-        self.islands: list[list[str]] = [[] for _ in range(cfg.num_islands)]
+        self.islands: list[list[str]] = [[] for _ in range(self.num_islands)]
         self.gmin: float | None = None
         self.gmax: float | None = None
         self.agenda: list[Action] = []
@@ -93,7 +107,7 @@ class EvolutionaryPolicy:
         return sum(store.get(i).primary for i in island) / len(island) if island else None
 
     def temperature(self) -> float:
-        frac = min(self.generation / max(self.cfg.num_generations, 1), 1.0)
+        frac = min(self.generation / max(self.num_generations, 1), 1.0)
         return self.cfg.initial_temp - (self.cfg.initial_temp - self.cfg.final_temp) * frac
 
     # -- generations -----------------------------------------------------------------------------
@@ -110,7 +124,7 @@ class EvolutionaryPolicy:
                 members.remove(self.worst(store, members))
         self.offspring = []
         migrating = self.generation >= self.cfg.num_generations_till_migration
-        if self.cfg.num_islands > 1 and migrating and rng.random() <= self.cfg.migration_prob:
+        if self.num_islands > 1 and migrating and rng.random() <= self.cfg.migration_prob:
             self.migrate(store, rng)
 
     def worst(self, store: NodeStore, members: list[str]) -> str:
@@ -140,10 +154,10 @@ class EvolutionaryPolicy:
 
     def plan_generation(self, store: NodeStore, rng: random.Random) -> list[Action]:
         actions = []
-        for k in range(self.cfg.individuals_per_generation):
+        for k in range(self.individuals):
             tag = f"gen:{self.generation}#{k + 1}"
             actions.append(self.sample(store, rng, tag) if any(self.islands) else
-                           Action("draft", (ROOT,), {"island": rng.randrange(self.cfg.num_islands)}, tag))
+                           Action("draft", (ROOT,), {"island": rng.randrange(self.num_islands)}, tag))
         return actions
 
     def sample(self, store: NodeStore, rng: random.Random, tag: str) -> Action:
@@ -194,7 +208,7 @@ class EvolutionaryPolicy:
 
 
 def build(cfg: EvolutionaryConfig, task: TaskSpec) -> Agent:
-    return Agent(policy=EvolutionaryPolicy(cfg, task.metric), operators=operators.bind(cfg))
+    return Agent(policy=EvolutionaryPolicy(cfg, task.metric, task.budget.steps), operators=operators.bind(cfg))
 
 
 @hookimpl

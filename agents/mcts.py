@@ -4,8 +4,9 @@ Selection descends from the root through the child with the highest UCT,
     UCT(c | p) = norm(Q(c)) + uct_c * sqrt(ln n(p) / n(c)),   Q(c) = W(c) / n(c),
 with Q min-max normalised over every value backed up so far (flipped when lower is better), until a
 node with no visited child: the leaf. The leaf gets `num_children` expansions (drafts at the root,
-improvements elsewhere). A scored child backs its metric up along its whole path (n += 1, W += v).
-A buggy child starts a debug chain of up to `max_debug_depth` debug steps; the chain's value is
+improvements elsewhere; unless set, the run's budget // 4 in [1, `max_children`], agents/budget_rules.py,
+so 8 experiments expand 2 at a time, not 3). A scored child backs its metric up along its whole path
+(n += 1, W += v). A buggy child starts a debug chain of up to `max_debug_depth` debug steps; the chain's value is
 backed up, through every buggy node in it, only when a step fixes it. Unfixed failures keep n = 0
 and are never selected (AIRA scores them -1e8). Every expansion is expanded once per selection; it
 is not FML-bench's port, which expanded the root once (two drafts per run).
@@ -22,9 +23,10 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from agents import operators
+from agents.budget_rules import exploration_width
 from agents.prompts import PromptConfig
 from agents.tree import (ROOT, action_from_json, action_to_json, debug_depth, path_to_root, pending_children,
                          retry_debug)
@@ -42,14 +44,18 @@ class MctsConfig(PromptConfig):
     # 5 children per leaf would spend half a run on the root's drafts and a 20-step debug chain could
     # eat the whole budget. 3 children leave room for two or three levels; AIRA's small uct_c keeps
     # the search exploitative, which suits few experiments; 3 debug steps match AIDE and FML-bench.
+    # Below 12 experiments even 3 is too wide (3 drafts + 3 improvements of one = 6 of 8 spent before a
+    # second level), so the width follows the budget unless set.
     uct_c: float = 0.25
-    num_children: int = 3
+    num_children: Optional[int] = None  # None: the run's budget // 4, in [1, max_children]
+    max_children: int = 3
     max_debug_depth: int = 3
 
 
 class MctsPolicy:
-    def __init__(self, cfg: MctsConfig, metric: Metric):
+    def __init__(self, cfg: MctsConfig, metric: Metric, budget_steps: int):
         self.cfg, self.metric = cfg, metric
+        self.num_children = exploration_width(cfg.num_children, budget_steps, cfg.max_children)
         self.visits: dict[str, int] = {}
         self.value: dict[str, float] = {}
         self.gmin: float | None = None
@@ -104,7 +110,7 @@ class MctsPolicy:
                 return Action("improve", (best.id,), tag=f"improve:{best.id}")
             operator = "draft" if leaf == ROOT else "improve"
             self.agenda = [Action(operator, (leaf,), tag=f"expand:{leaf}#{k + 1}")
-                           for k in range(self.cfg.num_children)]
+                           for k in range(self.num_children)]
         return self.agenda.pop(0)
 
     def observe(self, node: Node, store: NodeStore) -> None:
@@ -126,7 +132,8 @@ class MctsPolicy:
 
 
 def build(cfg: MctsConfig, task: TaskSpec) -> Agent:
-    return Agent(policy=MctsPolicy(cfg, task.metric), operators=operators.bind(cfg, ("draft", "improve", "debug")))
+    return Agent(policy=MctsPolicy(cfg, task.metric, task.budget.steps),
+                 operators=operators.bind(cfg, ("draft", "improve", "debug")))
 
 
 @hookimpl

@@ -55,7 +55,7 @@ def demo(agent: str) -> Path:
 
     register_configs(get_registry())
     results = Path(tempfile.mkdtemp(prefix="prompt-sizes-"))
-    script = REPO / "tests" / "fixtures" / "scripts" / "causality.yaml"
+    script = REPO / "examples" / "scripts" / "causality.yaml"
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="config", overrides=[

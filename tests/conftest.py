@@ -33,7 +33,7 @@ HANG_TIMEOUT_S = 1200.0
 SESSION_START_ENV = dict(os.environ)
 
 # The causality baseline's S-learner fit, and the T-learner fit that scripted agents put in its place: a
-# code edit that really lowers PEHE on this data (tests/fixtures/scripts/causality*.yaml make the same edit).
+# code edit that really lowers PEHE on this data (examples/scripts/causality.yaml and tests/fixtures/scripts/causality_*.yaml make the same edit).
 CAUSALITY_S_LEARNER = """\
     model = make_lgbm(params).fit(np.column_stack([x_train, t_train]), y_train)
     treated = model.predict(np.column_stack([x_eval, np.ones(len(x_eval))]))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, journal_records, killed_and_resumed, run_inprocess
+from conftest import FIXTURES, REPO, journal_records, killed_and_resumed, run_inprocess
 
-CAUSALITY_SCRIPT = FIXTURES / "scripts" / "causality.yaml"
+CAUSALITY_SCRIPT = REPO / "examples" / "scripts" / "causality.yaml"
 TOY_SCRIPT = FIXTURES / "scripts" / "toy"
 
 
@@ -81,7 +81,7 @@ def test_aide_reviews_every_executed_node(toy, tmp_path: Path) -> None:
     replies = ["The baseline underfits: slope 1 against data of slope 3.", slope3, "Slope 3 fits exactly.",
                "no edits here", slope3, "Again exact."]
     summary, _ = run_inprocess("agent=aide", "task=toy", "llm=mock", f"results_dir={tmp_path}",
-                               "budget.steps=2", llm__mock_responses=replies)
+                               "budget.steps=2", "agent.num_drafts=2", llm__mock_responses=replies)
     nodes = _finished(Path(summary["run_dir"]))
     executed = [n for n in nodes if n["executed"]]
     assert len(executed) == 3 and summary["steps"]["experiments"] == 2

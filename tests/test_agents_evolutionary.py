@@ -14,8 +14,8 @@ from agents.evolutionary import EvolutionaryConfig, EvolutionaryPolicy, softmax_
 from trees import Tree
 
 
-def _policy(tree: Tree, **cfg) -> EvolutionaryPolicy:
-    return EvolutionaryPolicy(EvolutionaryConfig(**cfg), tree.store.metric)
+def _policy(tree: Tree, budget_steps: int = 40, **cfg) -> EvolutionaryPolicy:
+    return EvolutionaryPolicy(EvolutionaryConfig(**cfg), tree.store.metric, budget_steps)
 
 
 def _finish(policy: EvolutionaryPolicy, tree: Tree, score: float | None, rng: random.Random):
@@ -102,3 +102,15 @@ def test_state_round_trips_through_json(tmp_path) -> None:
     twin.load_state_dict(json.loads(json.dumps(policy.state_dict())))
     assert twin.state_dict() == policy.state_dict()
     assert twin.next_action(tree.store, random.Random(9)) == policy.next_action(tree.store, random.Random(9))
+
+
+def test_population_follows_a_small_budget(tmp_path) -> None:
+    tree = Tree(tmp_path)
+    sizes = [(p.individuals, p.num_islands, p.num_generations) for p in (_policy(tree, s) for s in (3, 8, 12, 40))]
+    assert sizes == [(1, 1, 3), (2, 1, 4), (3, 1, 4), (4, 2, 10)]
+    explicit = _policy(tree, 8, individuals_per_generation=4, num_islands=3, num_generations=7)
+    assert (explicit.individuals, explicit.num_islands, explicit.num_generations) == (4, 3, 7)
+    rng, policy = random.Random(0), _policy(tree, 8)
+    actions = [_finish(policy, tree, score, rng)[0] for score in (2.0, 1.0, 1.5)]
+    assert [a.operator for a in actions] == ["draft", "draft", "improve"]  # gen 0 is 2 of 8, not 4
+    assert len(policy.islands) == 1 and policy.generation == 1

@@ -12,8 +12,8 @@ from agents.mcts import MctsConfig, MctsPolicy
 from trees import Tree
 
 
-def _policy(tree: Tree, **cfg) -> MctsPolicy:
-    return MctsPolicy(MctsConfig(**cfg), tree.store.metric)
+def _policy(tree: Tree, budget_steps: int = 40, **cfg) -> MctsPolicy:
+    return MctsPolicy(MctsConfig(**cfg), tree.store.metric, budget_steps)
 
 
 def _run(policy: MctsPolicy, tree: Tree, score: float | None):
@@ -34,7 +34,7 @@ def test_uct_is_normalised_q_plus_exploration(tmp_path) -> None:
     assert policy.uct("a", "0000") == pytest.approx(0.5 + 0.25 * math.sqrt(math.log(3) / 2))
     assert policy.uct("b", "0000") == pytest.approx(1.0 + 0.25 * math.sqrt(math.log(3) / 1))
     assert policy.uct("unvisited", "0000") == -1e8
-    higher = MctsPolicy(MctsConfig(uct_c=0.0), Tree(tmp_path / "h", direction="higher").store.metric)
+    higher = MctsPolicy(MctsConfig(uct_c=0.0), Tree(tmp_path / "h", direction="higher").store.metric, 40)
     higher.visits, higher.value, higher.gmin, higher.gmax = {"a": 2}, {"a": 3.0}, 1.0, 2.0
     assert higher.uct("a", "0000") == pytest.approx(0.5)
 
@@ -109,3 +109,14 @@ def test_state_round_trips_through_json(tmp_path) -> None:
     twin.load_state_dict(state)
     assert twin.state_dict() == policy.state_dict()
     assert twin.next_action(tree.store, random.Random(1)) == policy.next_action(tree.store, random.Random(1))
+
+
+def test_expansion_width_follows_a_small_budget(tmp_path) -> None:
+    tree = Tree(tmp_path)
+    assert [_policy(tree, steps).num_children for steps in (3, 8, 12, 40)] == [1, 2, 3, 3]
+    assert _policy(tree, 8, num_children=5).num_children == 5  # an explicit setting is used as given
+    policy = _policy(tree, 8)
+    drafts = [_run(policy, tree, score) for score in (2.0, 1.0)]
+    assert [a.operator for a, _ in drafts] == ["draft", "draft"]
+    action, _ = _run(policy, tree, 0.5)  # the third experiment already builds on the best draft
+    assert (action.operator, action.parents) == ("improve", (drafts[1][1].id,))

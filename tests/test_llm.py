@@ -13,7 +13,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything
 
 import pytest
 
-from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, UserError
+from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, ScriptExhausted, UserError
 from benchmark.llm.accounting import LLMCall, Usage, cost_text
 from benchmark.llm.client import LLMClient
 from benchmark.llm.credentials import PROVIDER_KEYS, missing_credentials
@@ -420,8 +420,11 @@ def test_script_folder_serves_replies_per_operator_and_resumes(tmp_path: Path) -
     client = LLMClient(LLMConfig(script=str(tmp_path)))
     assert client.complete(MSGS, operator="draft").response == "first edit"
     assert client.complete(MSGS, operator="analyze").response == "a review"
-    exhausted = client.complete(MSGS, operator="analyze")
-    assert "no reply left for operator 'analyze'" in exhausted.error
+    with pytest.raises(ScriptExhausted, match=r"^scripted LLM: script exhausted after 2 replies; stopping "
+                                              r"\(no reply left for operator 'analyze'"):
+        client.complete(MSGS, operator="analyze")
+    with pytest.raises(ScriptExhausted):  # for every operator from then on: the search ends
+        client.complete(MSGS, operator="improve")
     resumed = LLMClient(LLMConfig(script=str(tmp_path)), Usage.from_dict(client.usage.to_dict()))
     assert resumed.complete(MSGS, operator="improve").response == "second edit"  # continues the default list
 

@@ -3,6 +3,7 @@ content shown as text and never run, and every finished run's own best_solution/
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from benchmark.scoring.export import export_run
 from benchmark.scoring.pipeline import Options, score
-from conftest import FIXTURES, journal_records, run_cli, run_inprocess
+from conftest import FIXTURES, HANG_TIMEOUT_S, journal_records, run_cli, run_inprocess
 from scoring_runs import write_run
 from test_scoring import golden_steps
 
@@ -41,7 +42,7 @@ def hostile_run(root: Path) -> Path:
 def test_run_report_shows_hostile_output_as_text_in_chromium(tmp_path: Path) -> None:
     run_dir = hostile_run(tmp_path / "results")
     best, report = export_run(run_dir)
-    assert best == run_dir / "best_solution" and sorted(p.name for p in best.iterdir()) == ["model.py"]
+    assert best == run_dir / "best_solution" and sorted(p.name for p in best.iterdir()) == ["README.md", "model.py"]
     assert (best / "model.py").read_text().startswith("a = 4")  # the best node's own file, links refused
     assert not (run_dir / "escape.py").exists() and not (tmp_path / "results" / "escape.py").exists()
     proc = chromium(tmp_path, report, "--dump-dom")
@@ -85,7 +86,18 @@ def test_a_finished_run_exports_its_best_solution_and_report(toy, tmp_path: Path
     best_id = summary["best"]["node"]
     (best,) = [r["node"] for r in journal_records(run_dir) if r["kind"] == "finished" and r["node"]["id"] == best_id]
     exported = {p.name: p.read_text() for p in (run_dir / "best_solution").iterdir()}
+    readme = exported.pop("README.md")
     assert exported == {rel: (run_dir / "blobs" / d[:2] / d[2:]).read_text() for rel, d in best["files"].items()}
+    assert f"Node {best_id} ({best['operator']}" in readme and "1 file(s) changed (params.json)" in readme
+    assert f"| this solution | {summary['best']['val']:.6g} | {summary['best']['test']:.6g} |" in readme
+    assert f"| baseline | {summary['baseline']['val']:.6g} |" in readme and "-  \"slope\": 1.0" in readme
+    # the README's re-run commands, run as a person would, reproduce the best node's val score
+    rerun = readme.split("## How to re-run it")[1].split("```bash\n")[1].split("```")[0]
+    proc = subprocess.run(["bash", "-e", "-c", rerun], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=HANG_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr
+    metrics = json.loads((tmp_path / "work" / "out" / "metrics.json").read_text())
+    assert metrics["metrics"][summary["metric"]["name"]] == pytest.approx(summary["best"]["val"])
     assert (run_dir / "report.html").exists() and "best solution:" in out
     assert summary["domain"] == "testing" and "best_possible" in summary["metric"]
     scored = run_cli(str(tmp_path / "results"), "--out", str(tmp_path / "report"), "--no-embeddings", "--no-plots",
@@ -131,3 +143,17 @@ def test_scoring_writes_beside_the_results_never_into_runs_and_says_only_what_it
     again, said = run_inprocess(*args)
     assert again["run_dir"] == str(run_dir) and "nothing to do" in said
     assert (run_dir / "best_solution").is_dir() and (run_dir / "report.html").is_file()
+
+
+def test_best_solution_readme_keeps_hostile_agent_text_inside_its_fences(tmp_path: Path) -> None:
+    steps = golden_steps()
+    steps[3].plan = "fixed it\n````\n# Fake heading\x1b[31m outside the fence?"
+    steps[3].files = {"model.py": "a = 4  # ```` \x1b]0;title\x07\n"}
+    run_dir = write_run(tmp_path / "results", "aide", "toy", 0, steps, baseline_test=12.0, best_test=5.0)
+    best, _ = export_run(run_dir)
+    readme = (best / "README.md").read_text()
+    assert "\x1b" not in readme and "\x07" not in readme
+    assert "`````diff\n" in readme  # fences longer than the agent's own run of backticks
+    plan_block = readme.split("## What the agent said it did")[1].split("`````")[1]
+    assert "\n````\n# Fake heading" in plan_block  # inside the fence, not a heading of the README
+    assert "| this solution | 4 | 5 |" in readme and "| baseline | 10 | 12 |" in readme

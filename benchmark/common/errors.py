@@ -14,6 +14,18 @@ class UserError(Exception):
 class BudgetExhausted(Exception):
     """A hard budget cap (USD, tokens, compute) was reached: the run stops cleanly, not as an error."""
 
+    def stop_reason(self) -> str:
+        """Why the search stopped, as the summary and the last progress line say it."""
+        return f"LLM budget reached ({self})"
+
+
+class ScriptExhausted(BudgetExhausted):
+    """`llm=scripted` has no reply left: the search ends like at a cap, instead of spending its
+    remaining steps on failed calls."""
+
+    def stop_reason(self) -> str:
+        return str(self)
+
 
 class InfrastructureFailure(Exception):
     """Something outside the agent failed (the LLM endpoint, the executor, the task's own baseline).

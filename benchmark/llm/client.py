@@ -25,13 +25,12 @@ import logging
 import os
 import threading
 import time
-from pathlib import Path
 from typing import Any, Optional
 
-from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, UserError
+from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, ScriptExhausted, UserError
 from benchmark.llm.accounting import LLMCall, Usage
 from benchmark.llm.cache import ResponseCache, cache_key
-from benchmark.llm.config import CACHE_MODES, LLMConfig, as_config
+from benchmark.llm.config import CACHE_MODES, LLMConfig, as_config, script_path
 
 MAX_BACKOFF_S = 60.0  # cap on one exponential backoff wait
 MAX_ERROR_CHARS = 2000  # provider error texts can be whole HTML pages
@@ -177,6 +176,7 @@ class LLMClient:
         self._cache = ResponseCache(self.cfg.cache_dir) if self.cfg.cache != "off" else None
         self._lock = threading.Lock()
         self._served: dict[str, int] = {}  # scripted/mock replies handed out, per queue
+        self._exhausted = ""  # why the script ran out, once it has
         self.unavailable: Optional[InfrastructureFailure] = None  # set by the first endpoint failure
         self.last_error = ""  # of the latest failed call, for the run's verdict when none succeeded
 
@@ -199,9 +199,6 @@ class LLMClient:
                 return self._record(self._replay_by_position(cfg, key, messages, operator, position, started),
                                     operator)
         scripted = self._scripted_reply(operator)
-        if isinstance(scripted, LLMCall):  # the script ran out for this operator
-            scripted.messages = messages
-            return self._record(scripted, operator)
         call, failure = self._call_provider(cfg, messages, started, scripted)
         if scripted is not None:  # litellm's mock priced a model nobody called: it cost nothing
             call.usd, call.offline = 0.0, True
@@ -248,12 +245,15 @@ class LLMClient:
 
     # -- offline replies --------------------------------------------------------------------------
 
-    def _scripted_reply(self, operator: str) -> str | LLMCall | None:
+    def _scripted_reply(self, operator: str) -> str | None:
         """The next mock or scripted reply (None for a live call). Positions are claimed under a lock
-        and start from the checkpointed usage, so threads never share a reply and resume continues."""
+        and start from the checkpointed usage, so threads never share a reply and resume continues.
+        A script that runs out for an operator raises ScriptExhausted, then and at every later call."""
         if self._script is None and not self.cfg.mock_responses:
             return None
         with self._lock:
+            if self._exhausted:
+                raise ScriptExhausted(self._exhausted)
             if self._script is None:
                 queue, replies = "*", self.cfg.mock_responses or []
                 start = self.usage.calls
@@ -263,14 +263,13 @@ class LLMClient:
                 start = sum(n for op, n in self.usage.operator_calls.items()
                             if (op if op in self._script else "default") == queue)
             index = self._served.setdefault(queue, start)
+            if self._script is not None and index >= len(replies):
+                self._exhausted = (f"scripted LLM: script exhausted after {self.usage.calls} replies; stopping "
+                                   f"(no reply left for operator '{operator or queue}': its '{queue}' list holds "
+                                   f"{len(replies)})")
+                raise ScriptExhausted(self._exhausted)
             self._served[queue] = index + 1
-        if self._script is None:
-            return replies[index % len(replies)]
-        if index < len(replies):
-            return replies[index]
-        return LLMCall(model=self.cfg.model, offline=True,
-                       error=f"llm.script has no reply left for operator '{operator or queue}' "
-                             f"(its '{queue}' list holds {len(replies)})")
+        return replies[index % len(replies)]
 
     # -- provider ---------------------------------------------------------------------------------
 
@@ -396,7 +395,7 @@ def load_script(path: str | os.PathLike[str]) -> dict[str, list[str]]:
     - ``.yaml``/``.yml``/``.json``: a list of replies, or a mapping operator -> list of replies.
     An operator without its own list takes replies from ``default``, in the order calls are made.
     """
-    root = Path(path).expanduser()
+    root = script_path(path)
     if not root.exists():
         raise UserError(f"llm.script={path}: no such file or folder")
     script: dict[str, list[str]] = {}

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any, Mapping, Optional
+
+from benchmark.common.paths import REPO_ROOT
 
 CACHE_MODES = ("off", "record", "replay", "auto")
 
@@ -80,3 +84,10 @@ def as_config(cfg: Any) -> LLMConfig:
     raw["operators"] = {k: v if isinstance(v, OperatorLLMConfig) else OperatorLLMConfig(**v)
                         for k, v in (raw.get("operators") or {}).items()}
     return LLMConfig(**raw)
+
+
+def script_path(path: str | os.PathLike[str]) -> Path:
+    """``llm.script`` as given, or, when a relative path is not found from here, from the checkout: the
+    preset's default (examples/scripts/<task>.yaml) then works from any directory."""
+    given = Path(path).expanduser()
+    return given if given.is_absolute() or given.exists() else REPO_ROOT / given

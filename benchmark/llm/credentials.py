@@ -9,10 +9,9 @@ not know falls back to asking litellm, slower but never wrong.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, Optional
 
-from benchmark.llm.config import LLMConfig, as_config
+from benchmark.llm.config import LLMConfig, as_config, script_path
 
 # provider -> (key variables, whether any one of them suffices rather than all)
 PROVIDER_KEYS: dict[str, tuple[tuple[str, ...], bool]] = {
@@ -71,7 +70,7 @@ def missing_credentials(cfg: LLMConfig | Any) -> Optional[str]:
     """One user-facing line naming the env var to set, or None when the config can run as is."""
     cfg = as_config(cfg)
     if cfg.script:
-        return None if Path(cfg.script).expanduser().exists() else \
+        return None if script_path(cfg.script).exists() else \
             f"llm.script={cfg.script} does not exist; give a folder or file of replies (docs/agents.md)"
     if cfg.mock_responses:
         return None

@@ -120,7 +120,7 @@ class Scheduler:
         if result.abandoned:
             self.run.store.unclaim(node)
             self.run.journal.append({"kind": "abandoned", "id": node.id, "reason": result.abandoned, "at": now()})
-            self.halt = f"LLM budget reached ({result.abandoned})"
+            self.halt = result.abandoned
             return
         if result.stop:
             self.halt = result.stop

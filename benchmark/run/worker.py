@@ -38,7 +38,7 @@ TEXT_LIMIT = 4000  # characters of plan, feedback and analysis kept on a node
 @dataclass
 class StepResult:
     node: Node
-    abandoned: str = ""  # the LLM budget ran out before anything was proposed: the node is dropped
+    abandoned: str = ""  # why the LLM stopped (a cap, the script ran out) before a proposal: the node is dropped
     stop: str = ""  # launch nothing more (the LLM budget ran out in the review); the node still counts
 
 
@@ -71,7 +71,7 @@ class StepRunner:
         try:
             proposal, agent_failed = self._propose(agent, ctx, action)
         except BudgetExhausted as exc:
-            return StepResult(node, abandoned=str(exc))
+            return StepResult(node, abandoned=exc.stop_reason())
         finally:  # recorded by the harness, not the operator, so every command's time is charged
             node.tool_calls = commands.records
         self.raise_if_outage(ctx)
@@ -120,7 +120,7 @@ class StepRunner:
             text = analysis.text[:TEXT_LIMIT]
             calls = list(analysis.llm_calls)
         except BudgetExhausted as exc:
-            node.analysis_error = f"LLM budget reached ({exc})"
+            node.analysis_error = exc.stop_reason()
             return node.analysis_error
         except InfrastructureFailure:
             raise

@@ -11,6 +11,8 @@ from typing import Callable
 from benchmark.common.safefs import safe_relpath
 from benchmark.scoring.report import run_html
 from benchmark.scoring.runs import RunRecord, load_run
+from benchmark.scoring.solution_readme import README, solution_readme
+from benchmark.tasks.manifest import TaskSpec, load_task
 
 BEST_DIR = "best_solution"
 REPORT = "report.html"
@@ -32,13 +34,26 @@ def write_best_files(run: RunRecord, directory: Path) -> bool:
     return True
 
 
+def _task_spec(task: str) -> TaskSpec | None:
+    """The run's task manifest for the README's re-run commands; None when it is not registered here."""
+    from benchmark.plugins.manager import get_registry
+
+    try:
+        return load_task(get_registry().tasks[task])
+    except Exception:  # an unknown or broken task: the export still happens, without commands
+        return None
+
+
 def export_best_solution(run: RunRecord) -> Path | None:
-    """Write the best node's files to <run>/best_solution/ (replacing an older export); None without a best."""
+    """Write the best node's files to <run>/best_solution/ (replacing an older export) with a README.md
+    beside them (benchmark/scoring/solution_readme.py); None without a best."""
     target = run.run_dir / BEST_DIR
     tmp = run.run_dir / f".{BEST_DIR}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     if not write_best_files(run, tmp):
         return None
+    if README not in run.best.files:  # never overwrite a solution's own README.md
+        (tmp / README).write_text(solution_readme(run, _task_spec(run.task)))
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)
     return target
