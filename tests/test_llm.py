@@ -164,8 +164,9 @@ def test_mock_and_scripted_replies_cost_nothing(tmp_path: Path) -> None:
         assert [(c.usd, c.offline) for c in calls] == [(0.0, True)] * 2
         assert calls[0].prompt_tokens > 0  # tokens are still counted (token caps apply offline too)
         assert client.usage.offline and client.usage.reported_usd == 0.0 and client.usage.unknown_cost_calls == 0
-    ran_out = client.complete(MSGS)  # the script is spent: a failed call, and still no provider asked
-    assert ran_out.error and ran_out.offline and client.usage.offline
+    with pytest.raises(ScriptExhausted):  # the script is spent: the search ends, no provider asked
+        client.complete(MSGS)
+    assert client.usage.offline
 
 
 def test_cost_text_says_why_a_cost_is_zero() -> None:

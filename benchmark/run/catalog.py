@@ -162,5 +162,10 @@ def brief_help(registry: Registry) -> str:
 Runs one agent on one task; the same command resumes an interrupted run. Options:
 {groups}
 
+Offline LLMs: llm=scripted answers from a script of replies that really edit the code (default
+examples/scripts/<task>.yaml, one per lite task; llm.script=PATH for your own) and ends the search when the
+script runs out; llm=mock answers every call with one reply that NEVER edits, so an LLM agent runs end to
+end but records no-op steps only.
+
 Every setting with its type and the run's resolved budget: python run_agent_benchmark.py --cfg job
 Hydra's own flags: --hydra-help. Guide: README.md and docs/."""
