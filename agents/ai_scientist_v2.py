@@ -171,7 +171,7 @@ def step(cfg: AIScientistV2Config, ctx: OpContext, parents: list[Node], action: 
     """A draft, improve or debug with the stage's goal; stage 1's first draft generates the ideas first."""
     stage, calls, memo = action.hints["stage"], [], {}
     if action.hints.get("ideate"):
-        budget = split_budget((ctx.budget or ctx.task.budget).steps, list(cfg.stage_budgets))[0]
+        budget = split_budget(ctx.budget.steps, list(cfg.stage_budgets))[0]
         generated, calls = operators.ideate(ctx, cfg, parents[0], min(cfg.num_ideas, max(budget, 1)),
                                             cfg.num_reflections, cfg.novelty_check)
         ideas = [i for i in generated if i.get("novel", True)] or generated  # a draft needs something to try
