@@ -53,7 +53,7 @@ NEXT_RUN = (
     "what it gave. Then implement the next experiment on your list (run {run} of at most {max_runs}). If the "
     "idea's experiments are finished, reply with the notes and the word " + COMPLETED + " instead of edits.")
 RETRY = ("Run {run} of this idea failed ({reason}), attempt {attempt} of {max_tries}. Find the cause in the output "
-         "below and fix it; keep the idea and the experiment.")
+         "above and fix it; keep the idea and the experiment.")
 
 
 @dataclass

@@ -36,21 +36,21 @@ ANALYZE_SYSTEM = (
 
 JOBS = {
     "draft": (
-        "Propose a new approach to this task and implement it as an edit of the baseline shown below. It must "
+        "Propose a new approach to this task and implement it as an edit of the baseline shown above. It must "
         "be a real alternative: different from the baseline's method and from every other draft listed above. "
         "Keep this first version simple and robust, so it runs well inside the time limit."
     ),
     "improve": (
-        "Propose ONE concrete, atomic change to the solution below that you expect to improve {metric}, and "
+        "Propose ONE concrete, atomic change to the solution above that you expect to improve {metric}, and "
         "implement it. Do not repeat an idea that was already tried (see the attempts above); build on what "
         "the results suggest."
     ),
     "debug": (
-        "The solution below failed ({reason}). Find the cause in its output and fix it. Keep the solution's "
+        "The solution above failed ({reason}). Find the cause in its output and fix it. Keep the solution's "
         "idea; correct only what is broken. Do not repeat a fix that already failed (see the debug history)."
     ),
     "crossover": (
-        "Solutions A and B below both work. Combine their strengths into one solution that you expect to "
+        "Solutions A and B above both work. Combine their strengths into one solution that you expect to "
         "beat both on {metric}. Your edits apply to A's files: bring over what is worth taking from B."
     ),
 }
@@ -367,7 +367,7 @@ def debug_history_section(ctx: OpContext, node: Node) -> Section:
                  for n in chain[::-1]]
         lines += [f"- a fix of node {node.id} that was never run: {summarize(c.feedback, chars)}" for c in tried]
         return "\n".join(lines) or (f"(none: this is the first attempt to fix node {node.id}; its failure "
-                                     "and output are shown with the solution below)")
+                                     "and output are shown with the solution above)")
 
     return Section("Debug history (earlier failed attempts in this chain)", [listing(300), listing(100)], 80)
 
