@@ -145,3 +145,16 @@ def test_the_debug_prompt_shows_the_debug_history_its_job_names(tmp_path) -> Non
     text = _user(operators.build_messages(ctx, "debug", [retry], CFG))
     history = text.split("# Debug history")[1].split("\n# ")[0]
     assert f"node {first.id}" in history
+
+
+def test_measured_times_do_not_change_the_replay_key_but_scores_do() -> None:
+    from benchmark.llm.cache import cache_key
+    from benchmark.llm.config import LLMConfig
+
+    def key(text: str) -> str:
+        return cache_key(LLMConfig(), [{"role": "user", "content": text}])
+
+    first = "node 0001: pehe = 2.2318 (4.5 s CPU / 16.8 s wall, 4% of the 120 s CPU limit); done in 6.8s"
+    again = "node 0001: pehe = 2.2318 (4.9 s CPU / 21.0 s wall, 5% of the 120 s CPU limit); done in 7.1s"
+    assert key(first) == key(again)  # a replayed run measures other times
+    assert key(first) != key(first.replace("2.2318", "2.2319"))

@@ -1,4 +1,9 @@
-"""The record/replay cache of LLM replies, keyed by everything that decides a reply."""
+"""The record/replay cache of LLM replies, keyed by everything that decides a reply.
+
+Measured durations are not part of the key: prompts state how long experiments took ("4.1 s CPU",
+"3% of the limit", a driver's "done in 6.8 s"), and no two runs measure the same times, so a key with
+them would make every prompt after the first experiment a replay miss.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Optional
@@ -14,13 +20,21 @@ from benchmark.llm.config import LLMConfig
 
 _log = logging.getLogger(__name__)
 
+# a number in seconds ("4.1 s", "6.8s") or a percentage ("3%"): measured, so it varies between runs
+MEASURED = re.compile(r"\d+(?:\.\d+)?(?= ?s\b|%)")
+
+
+def _stable(messages: list[dict]) -> list[dict]:
+    return [{**m, "content": MEASURED.sub("#", m["content"])} if isinstance(m.get("content"), str) else m
+            for m in messages]
+
 
 def cache_key(cfg: LLMConfig, messages: list[dict]) -> str:
     """sha256 of everything that decides the reply; canonical JSON so dict order cannot matter."""
     material = {
         "model": cfg.model,
         "api_base": cfg.api_base,
-        "messages": messages,
+        "messages": _stable(messages),
         "temperature": cfg.temperature,
         "max_tokens": cfg.max_tokens,
         "extra": cfg.extra,
