@@ -305,8 +305,9 @@ def data_section(ctx: OpContext, cfg: PromptConfig, priority: int) -> Section:
     return Section("Data preview (public data, read-only)", [text, ""] if text else [""], priority)
 
 
-def attempts_section(ctx: OpContext, cfg: PromptConfig) -> Section:
-    """The latest attempts: parent, what changed, every metric, and tails of failures and regressions."""
+def attempts_section(ctx: OpContext, cfg: PromptConfig, shown: frozenset[str] = frozenset()) -> Section:
+    """The latest attempts: parent, what changed, every metric, and tails of failures and regressions
+    (except for the ``shown`` nodes, whose whole output the prompt carries with their files)."""
     nodes = [n for n in ctx.store.last(cfg.memory_size) if n.step > 0]
     if not nodes:
         return Section("Recent attempts", ["(none yet)"], 70)
@@ -325,7 +326,7 @@ def attempts_section(ctx: OpContext, cfg: PromptConfig) -> Section:
             lines.append(f"  analysis: {middle(node.analysis, 500)}")
         if not node.executed and node.feedback:
             lines.append("  feedback:\n" + _indent(tail_lines(node.feedback, cfg.attempt_tail_chars)))
-        elif _worse(ctx, node) and cfg.attempt_tail_chars:
+        elif _worse(ctx, node) and cfg.attempt_tail_chars and node.id not in shown:
             stream = ctx.store.blobs.text(node.stderr) or ctx.store.blobs.text(node.stdout)
             lines.append("  output tail:\n" + _indent(tail_lines(stream, cfg.attempt_tail_chars) or "(empty)"))
         return "\n".join(lines)
@@ -367,7 +368,7 @@ def debug_history_section(ctx: OpContext, node: Node) -> Section:
                  for n in chain[::-1]]
         lines += [f"- a fix of node {node.id} that was never run: {summarize(c.feedback, chars)}" for c in tried]
         return "\n".join(lines) or (f"(none: this is the first attempt to fix node {node.id}; its failure "
-                                     "and output are shown with the solution above)")
+                                     "and output are shown with the solution below)")
 
     return Section("Debug history (earlier failed attempts in this chain)", [listing(300), listing(100)], 80)
 

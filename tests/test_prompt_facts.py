@@ -139,8 +139,10 @@ def test_the_review_sees_the_whole_task_and_a_current_best(tmp_path) -> None:
 def test_the_debug_prompt_shows_the_debug_history_its_job_names(tmp_path) -> None:
     ctx, tree = _ctx(tmp_path)
     first = tree.add("draft", ("0000",), None)
+    first.stderr = tree.store.blobs.put("ZeroDivisionError: division by zero in fit_arm\n")
     text = _user(operators.build_messages(ctx, "debug", [first], CFG))
     assert "debug history" in text.lower() and "# Debug history" in text
+    assert text.count("division by zero in fit_arm") == 1  # with the solution, not again among the attempts
     retry = tree.add("debug", (first.id,), None)
     text = _user(operators.build_messages(ctx, "debug", [retry], CFG))
     history = text.split("# Debug history")[1].split("\n# ")[0]
