@@ -37,7 +37,7 @@ def build_messages(ctx: OpContext, role: str, parents: list[Node], cfg: PromptCo
                                prompts.harness_section(ctx, full=first_prompt or points_into_harness),
                                prompts.data_section(ctx, cfg, priority=55 if role in ("draft", "debug") else 40)]
     if explored:
-        sections.append(prompts.explored_section(ctx))
+        sections.append(prompts.explored_section(ctx, cfg))
     sections.append(prompts.attempts_section(ctx, cfg, shown=frozenset(p.id for p in parents)))
     if role == "debug":
         sections.append(prompts.debug_history_section(ctx, parent))

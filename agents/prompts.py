@@ -338,19 +338,21 @@ def attempts_section(ctx: OpContext, cfg: PromptConfig, shown: frozenset[str] = 
     return Section("Recent attempts (newest first)", [full, half, brief], 70)
 
 
-def explored_section(ctx: OpContext) -> Section:
-    """AIDE's memory: every scored node's plan, its analysis and its metric, oldest first."""
-    valid = [n for n in ctx.store if n.status == OK and n.step > 0]
+def explored_section(ctx: OpContext, cfg: PromptConfig) -> Section:
+    """AIDE's memory: every scored node's plan, its analysis and its metric, oldest first; the nodes the
+    recent attempts show in detail are left out, so no plan or analysis is read twice."""
+    recent = {n.id for n in ctx.store.last(cfg.memory_size)}
+    valid = [n for n in ctx.store if n.status == OK and n.step > 0 and n.id not in recent]
 
     def entry(node: Node) -> str:
         text = f"- node {node.id} ({node.operator}): {ctx.task.metric.name} = {node.primary:.5g}\n" \
                f"  design: {summarize(node.plan, 400) or '(none)'}"
         return text + (f"\n  result: {middle(node.analysis, 400)}" if node.analysis else "")
 
+    title = "Earlier ideas explored (scored; the latest are under Recent attempts)"
     if not valid:
-        return Section("Ideas explored so far (scored)", [""], 50)
-    return Section("Ideas explored so far (scored)", ["\n".join(entry(n) for n in valid),
-                                                      "\n".join(entry(n) for n in valid[-8:]), ""], 50)
+        return Section(title, [""], 50)
+    return Section(title, ["\n".join(entry(n) for n in valid), "\n".join(entry(n) for n in valid[-8:]), ""], 50)
 
 
 def debug_history_section(ctx: OpContext, node: Node) -> Section:

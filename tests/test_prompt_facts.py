@@ -120,9 +120,12 @@ def test_a_long_analysis_keeps_its_conclusion_in_storage_and_in_later_prompts(tm
     stored = operators.analyze(ctx, node, CFG).text
     assert len(stored) < len(long_reply) and stored.endswith(CONCLUSION) and stored.startswith("The T-learner")
     node.analysis = stored
-    for explored in (False, True):
-        text = _user(operators.build_messages(replace(ctx, llm=None), "improve", [node], CFG, explored=explored))
-        assert text.count("doubly robust learner") >= 1 + explored  # solution head, and memory when shown
+    text = _user(operators.build_messages(replace(ctx, llm=None), "improve", [node], CFG, explored=True))
+    assert text.count("doubly robust learner") == 2  # the solution's head and its recent attempt, once each
+    tree.add("improve", (node.id,), 2.3)  # pushes `node` out of the recent attempts, into AIDE's memory
+    older = _user(operators.build_messages(replace(ctx, llm=None), "improve", [node], replace(CFG, memory_size=1),
+                                           explored=True))
+    assert "doubly robust learner" in older.split("# Earlier ideas explored")[1].split("\n# ")[0]
 
 
 def test_the_review_sees_the_whole_task_and_a_current_best(tmp_path) -> None:
