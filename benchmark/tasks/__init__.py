@@ -1,6 +1,6 @@
 """Tasks: the manifest (`manifest`: TaskSpec, load_task), preparing a task's workspace (`workspace`, `fetch`,
-`shipped_data`, `requirements_check`), suites of tasks (`suites`) and the data preview agents are shown
-(`data_preview`).
+`shipped_data`, `requirements_check`), suites of tasks (`suites`), and what agents are shown of a task: the
+data preview (`data_preview`) and the library versions its jobs run with (`environment`).
 
 May import: `benchmark.common` only. Everything above reads a task through here.
 """
