@@ -53,7 +53,7 @@ NEXT_RUN = (
     "what it gave. Then implement the next experiment on your list (run {run} of at most {max_runs}). If the "
     "idea's experiments are finished, reply with the notes and the word " + COMPLETED + " instead of edits.")
 RETRY = ("Run {run} of this idea failed ({reason}), attempt {attempt} of {max_tries}. Find the cause in the output "
-         "below and fix it; keep the idea and the experiment.")
+         "above and fix it; keep the idea and the experiment.")
 
 
 @dataclass
@@ -188,7 +188,7 @@ def run(cfg: AIScientistV1Config, ctx: OpContext, parents: list[Node], action: A
         job = NEXT_RUN.format(done=run_no - 1, result=f"{prompts.result_line(ctx, parent)}; metrics: "
                               f"{prompts.metrics_line(parent)}", run=run_no, max_runs=cfg.max_runs)
     extra = [Section("The idea", [prompts.idea_text(idea)], 95),
-             Section("Notes (notes.txt)", [head_lines(notes, cfg.notes_chars)], 92)]
+             Section("Notes (notes.txt)", [f"````\n{head_lines(notes, cfg.notes_chars).rstrip()}\n````"], 92)]
     proposal = operators.edit(ctx, parents, action, role, cfg, extra=extra,
                               job=f"{job}\n\n{FORMAT}", reply_edits=lambda reply: notes_and_edits(reply)[1])
     reply = proposal.llm_calls[-1].response if proposal.llm_calls else ""

@@ -40,17 +40,17 @@ STAGES = ("basic", "hyperparameter_tuning", "creative_research", "ablation_refin
 GOALS = (
     "Stage 1 of 4, initial implementation: get a correct, working implementation of the research idea, simple "
     "and robust, that runs well within the limits.",
-    "Stage 2 of 4, hyperparameter tuning: keep the method of the solution below and tune its hyperparameters "
+    "Stage 2 of 4, hyperparameter tuning: keep the method of the solution above and tune its hyperparameters "
     "(learning rates, sizes, regularisation, iterations, ...). Change hyperparameters only, not the method.",
-    "Stage 3 of 4, creative research: improve the method of the solution below with a new idea of your own, a "
+    "Stage 3 of 4, creative research: improve the method of the solution above with a new idea of your own, a "
     "new component or technique rather than a retuning.",
-    "Stage 4 of 4, ablation and refinement: find out which parts of the solution below matter (remove or "
+    "Stage 4 of 4, ablation and refinement: find out which parts of the solution above matter (remove or "
     "simplify one component at a time) and refine it; prefer the simpler solution when {metric} does not suffer.",
 )
 
-IDEA_DRAFT = ("Implement the research idea above as an edit of the baseline shown below. Keep this first version "
+IDEA_DRAFT = ("Implement the research idea above as an edit of the baseline shown above. Keep this first version "
               "simple and robust, so it runs well inside the time limit.")
-DRAFT_FROM_BEST = ("Propose a new approach and implement it as an edit of the solution below (the best of the previous "
+DRAFT_FROM_BEST = ("Propose a new approach and implement it as an edit of the solution above (the best of the previous "
                    "stage). It must differ from the other attempts of this stage listed above.")
 
 
@@ -171,7 +171,7 @@ def step(cfg: AIScientistV2Config, ctx: OpContext, parents: list[Node], action: 
     """A draft, improve or debug with the stage's goal; stage 1's first draft generates the ideas first."""
     stage, calls, memo = action.hints["stage"], [], {}
     if action.hints.get("ideate"):
-        budget = split_budget((ctx.budget or ctx.task.budget).steps, list(cfg.stage_budgets))[0]
+        budget = split_budget(ctx.budget.steps, list(cfg.stage_budgets))[0]
         generated, calls = operators.ideate(ctx, cfg, parents[0], min(cfg.num_ideas, max(budget, 1)),
                                             cfg.num_reflections, cfg.novelty_check)
         ideas = [i for i in generated if i.get("novel", True)] or generated  # a draft needs something to try

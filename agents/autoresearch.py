@@ -37,7 +37,7 @@ MAIN = "main"
 
 JOB = (
     "Try ONE idea that you expect to improve {metric}: a single, self-contained change to the current solution "
-    "below (the kept best). It is kept only if it beats the current best ({best}); otherwise it is discarded "
+    "above (the kept best). It is kept only if it beats the current best ({best}); otherwise it is discarded "
     "and the next idea starts again from the current best. Use the log of experiments above: do not repeat a "
     "discarded idea, build on what was kept. Simpler is better: a tiny gain that adds much complexity is not worth it, "
     "and removing code for an equal result is a win."

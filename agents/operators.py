@@ -17,11 +17,11 @@ from typing import Any, Callable, Sequence
 
 from agents import prompts
 from agents.prompts import PromptConfig
-from agents.text import Section, is_library_frame, assemble, diff_stats, head_lines, summarize
+from agents.text import Section, is_library_frame, assemble, diff_stats, head_lines, middle, summarize
 from benchmark.common.moved import deprecated_names
 from benchmark.plugins.agent_api import Action, Analysis, Analyzer, OpContext, Operator, Proposal
 from benchmark.plugins.edits import apply_edits
-from benchmark.records.journal import Node
+from benchmark.records.journal import OK, Node
 
 EDIT_ROLES = ("draft", "improve", "debug", "crossover")
 
@@ -33,14 +33,14 @@ def build_messages(ctx: OpContext, role: str, parents: list[Node], cfg: PromptCo
     ``extra`` sections (an agent's own memory: an experiment log, an idea and its notes) go before the
     solution; ``job`` replaces the role's standard instructions."""
     parent = parents[0]
-    first_prompt = not any(n.llm_calls for n in ctx.store)
+    first_prompt = not prompts.harness_shown(ctx)
     points_into_harness = role == "debug" and _traceback_names_harness(ctx, parent)
     sections: list[Section] = [prompts.task_section(ctx), prompts.setup_section(ctx),
                                prompts.harness_section(ctx, full=first_prompt or points_into_harness),
                                prompts.data_section(ctx, cfg, priority=55 if role in ("draft", "debug") else 40)]
     if explored:
-        sections.append(prompts.explored_section(ctx))
-    sections.append(prompts.attempts_section(ctx, cfg))
+        sections.append(prompts.explored_section(ctx, cfg))
+    sections.append(prompts.attempts_section(ctx, cfg, shown=frozenset(p.id for p in parents)))
     if role == "debug":
         sections.append(prompts.debug_history_section(ctx, parent))
     sections.extend(extra)
@@ -99,16 +99,19 @@ def analyze(ctx: OpContext, node: Node, cfg: PromptConfig) -> Analysis:
     """AIDE's review: a few sentences on what an executed node's result means, for later prompts."""
     metric = ctx.task.metric
     parent = ctx.store.get(node.parents[0]) if node.parents and node.parents[0] in ctx.store else None
-    best = ctx.store.best()
+    best = ctx.store.best()  # the node under review is not in the store yet: it may be the new best
+    if node.status == OK and node.primary is not None and (best is None or metric.better(node.primary, best.primary)):
+        best = node
     facts = [f"node {node.id} ({node.operator}): {prompts.result_line(ctx, node)}; metrics: {prompts.metrics_line(node)}",
-             f"{metric.name}: {metric.direction} is better; {prompts.time_used(ctx, node)}"]
+             f"{metric.name}: {metric.direction} is better"]
     if parent is not None:
         facts.append(f"its parent, node {parent.id}: {prompts.result_line(ctx, parent)}")
     if best is not None:
-        facts.append(f"best so far: node {best.id}, {metric.name} = {best.primary:.5g}")
+        facts.append(f"best so far: node {best.id}, {metric.name} = {best.primary:.5g}"
+                     + (" (this node)" if best is node else ""))
     diff = ctx.store.blobs.text(node.diff) if node.diff else ""
     sections = [
-        Section("Task (summary)", [head_lines(ctx.task.description_text(), 3000), ""], 40),
+        Section("Task", [prompts.task_text(ctx)], 100),  # never cut: the review weighs the result against it
         Section("Plan of the experiment", [summarize(node.plan, 1500) or "(none)"], 90),
         Section(f"Change ({diff_stats(diff)})", [head_lines(diff, 6000), head_lines(diff, 1500)], 60),
         Section("Result", ["\n".join(f"- {f}" for f in facts)], 100),
@@ -119,7 +122,7 @@ def analyze(ctx: OpContext, node: Node, cfg: PromptConfig) -> Analysis:
     messages = [{"role": "system", "content": prompts.ANALYZE_SYSTEM},
                 {"role": "user", "content": assemble(sections, cfg.prompt_chars // 2)}]
     call = ctx.llm.complete(messages, operator="analyze")
-    text = "" if call.error else summarize(call.response, 1200)
+    text = "" if call.error else middle(call.response, 2000)  # its conclusion (the next step) is last
     return Analysis(text=text, llm_calls=[call])
 
 

@@ -9,11 +9,13 @@ the least important sections first (`text.assemble`).
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agents.runtime_api import runtime_api
-from agents.text import Section, diff_stats, head_lines, outline_python, summarize, tail_lines
+from agents.text import Section, diff_stats, head_and_tail, head_lines, middle, outline_python, summarize, tail_lines
 from benchmark.records.journal import OK, Node
 from benchmark.tasks.data_preview import preview
 
@@ -34,21 +36,21 @@ ANALYZE_SYSTEM = (
 
 JOBS = {
     "draft": (
-        "Propose a new approach to this task and implement it as an edit of the baseline shown below. It must "
+        "Propose a new approach to this task and implement it as an edit of the baseline shown above. It must "
         "be a real alternative: different from the baseline's method and from every other draft listed above. "
         "Keep this first version simple and robust, so it runs well inside the time limit."
     ),
     "improve": (
-        "Propose ONE concrete, atomic change to the solution below that you expect to improve {metric}, and "
+        "Propose ONE concrete, atomic change to the solution above that you expect to improve {metric}, and "
         "implement it. Do not repeat an idea that was already tried (see the attempts above); build on what "
         "the results suggest."
     ),
     "debug": (
-        "The solution below failed ({reason}). Find the cause in its output and fix it. Keep the solution's "
+        "The solution above failed ({reason}). Find the cause in its output and fix it. Keep the solution's "
         "idea; correct only what is broken. Do not repeat a fix that already failed (see the debug history)."
     ),
     "crossover": (
-        "Solutions A and B below both work. Combine their strengths into one solution that you expect to "
+        "Solutions A and B above both work. Combine their strengths into one solution that you expect to "
         "beat both on {metric}. Your edits apply to A's files: bring over what is worth taking from B."
     ),
 }
@@ -117,11 +119,12 @@ def metrics_line(node: Node) -> str:
 
 
 def result_line(ctx: OpContext, node: Node) -> str:
+    """The outcome of a node in one phrase; an executed one with the time it took (`time_note`)."""
     metric = ctx.task.metric
     if node.status == OK:
-        return f"{metric.name} = {node.primary:.5g}"
+        return f"{metric.name} = {node.primary:.5g} ({time_note(ctx, node)})"
     if node.executed:
-        return f"FAILED ({node.bug_reason or 'error'})"
+        return f"FAILED ({node.bug_reason or 'error'}; {time_note(ctx, node)})"
     reason = node.feedback.strip().splitlines()[0] if node.feedback.strip() else ""
     return f"not run: {node.status.replace('_', ' ')}" + (f" ({summarize(reason, 200)})" if reason else "")
 
@@ -149,52 +152,115 @@ def _worse(ctx: OpContext, node: Node) -> bool:
     return parent.status == OK and not ctx.task.metric.better(node.primary, parent.primary)
 
 
-def time_used(ctx: OpContext, node: Node) -> str:
-    """An experiment's time against the step limit, on the clock the limit used."""
-    limit = (ctx.budget or ctx.task.budget).step_timeout_s
-    if node.clock == "cpu" and node.cpu_seconds is not None:
-        return f"it used {node.cpu_seconds:.1f} s of CPU time of the {limit:g} s allowed ({node.seconds:.1f} s wall-clock)"
-    return f"it took {node.seconds:.1f} s of the {limit:g} s allowed"
+HALF_LIMIT_WARNING = "over half the limit: a heavier version of it would be killed"
+
+
+def _on_cpu_clock(node: Node) -> bool:
+    return node.clock == "cpu" and node.cpu_seconds is not None
+
+
+def time_note(ctx: OpContext, node: Node) -> str:
+    """An experiment's time against the run's step limit, on the clock the limit used (CPU time, with
+    wall-clock beside it, or wall-clock), with a warning past half the limit: a planner that sees
+    only scores keeps adding work until a run times out."""
+    limit = ctx.budget.step_timeout_s
+    if _on_cpu_clock(node):
+        used = float(node.cpu_seconds or 0.0)
+        text = f"{used:.1f} s CPU / {node.seconds:.1f} s wall, {used / limit:.0%} of the {limit:g} s CPU limit"
+    else:
+        used = node.seconds
+        text = f"{used:.1f} s, {used / limit:.0%} of the {limit:g} s limit"
+    if node.timed_out:
+        return text + ": killed at the limit"
+    return text + (f": {HALF_LIMIT_WARNING}" if used > limit / 2 else "")
 
 
 def output_tail(ctx: OpContext, node: Node, limit: int) -> str:
-    stdout = tail_lines(ctx.store.blobs.text(node.stdout), limit)
-    stderr = tail_lines(ctx.store.blobs.text(node.stderr), limit)
+    """Both streams, each cut from the middle when long: the start shows what ran, the end how it ended."""
+    stdout = head_and_tail(ctx.store.blobs.text(node.stdout), limit)
+    stderr = head_and_tail(ctx.store.blobs.text(node.stderr), limit)
     return f"stdout:\n{stdout or '(empty)'}\nstderr:\n{stderr or '(empty)'}"
 
 
 # -- sections ------------------------------------------------------------------------------------
 
 
-def task_section(ctx: OpContext) -> Section:
+def task_text(ctx: OpContext) -> str:
+    """The task's description with this run's budget: a description states the manifest's defaults
+    ("10 experiments", "120 CPU-seconds"), and a run with `budget.steps=8` must not read 10 anywhere."""
     text = ctx.task.description_text()
+    manifest, run = ctx.task.budget, ctx.budget
+    for unit, old, new in (("experiments", manifest.steps, run.steps),
+                           ("CPU-seconds", manifest.step_timeout_s, run.step_timeout_s)):
+        if old != new:
+            text = re.sub(rf"(?<![\d.]){re.escape(f'{old:g}')} {unit}\b", f"{new:g} {unit}", text, flags=re.IGNORECASE)
+    return text
+
+
+def task_section(ctx: OpContext) -> Section:
+    text = task_text(ctx)
     return Section("Task", [text, head_lines(text, 4000)], 100)
 
 
+def _cpu_clock(ctx: OpContext) -> bool:
+    """Whether the executor limits CPU time (as the baseline ran); wall-clock otherwise."""
+    baseline = ctx.store.get("0000") if "0000" in ctx.store else None
+    return baseline is not None and baseline.clock == "cpu"
+
+
+def budget_line(ctx: OpContext) -> str:
+    """The run's budget in one line, in the units it is enforced in (experiments; seconds on the step
+    limit's clock). Every operator of every agent states the budget through this line alone."""
+    budget, cpu = ctx.budget, _cpu_clock(ctx)
+    compute = f"{budget.compute_hours * 3600:g} s of {'CPU' if cpu else 'experiment'} time in all"
+    if math.isfinite(ctx.compute_left_s):
+        compute = f"{max(ctx.compute_left_s, 0.0):.0f} s left of {compute}"
+    return (f"Budget: {ctx.steps_left} of {budget.steps} experiments left (a failed or no-op edit spends none); "
+            f"compute: {compute} (experiments and any commands you run).")
+
+
+def versions_line(ctx: OpContext) -> str:
+    """Python and the task's libraries as installed for the experiments ("" when the run has none)."""
+    if not ctx.libraries:
+        return ""
+    python = ctx.libraries.get("python")
+    names = ", ".join(f"{name} {version}" for name, version in ctx.libraries.items() if name != "python")
+    return ((f"Python {python}; " if python else "") + (f"installed: {names}. " if names else "")
+            + "Write code for these versions: an argument or function that a library removed or renamed "
+              "makes the experiment fail.")
+
+
 def setup_section(ctx: OpContext) -> Section:
-    task, budget = ctx.task, ctx.budget or ctx.task.budget
+    """Numbers the LLM plans with: metric and scores, the run's budget, the step limit, the baseline's
+    measured time on the limit's clock, and the library versions. The task's own description states
+    its rules; this section is the one place for this run's limits."""
+    task, budget = ctx.task, ctx.budget
     res, metric = task.resources, task.metric
     baseline = ctx.store.get("0000") if "0000" in ctx.store else None
     best = ctx.store.best()
     scores = []
     if baseline is not None:
-        scores.append(f"baseline (node 0000): {result_line(ctx, baseline)}")
+        scores.append(f"baseline (node 0000): {metric.name} = {baseline.primary:.5g}")
     if best is not None:
         scores.append(f"best so far: {metric.name} = {best.primary:.5g} (node {best.id})")
-    cpu = baseline is not None and baseline.clock == "cpu"  # the executor's clock, as the baseline ran
-    limit = (f"a limit of {budget.step_timeout_s:g} s of CPU time, all its processes and threads summed"
-             if cpu else f"a hard time limit of {budget.step_timeout_s:g} s")
+    cpu = _cpu_clock(ctx)
+    limit = (f"{budget.step_timeout_s:g} s of CPU time, all its processes and threads summed"
+             if cpu else f"{budget.step_timeout_s:g} s (wall-clock)")
     lines = [
         f"- Metric: {metric.name} on the validation set, {metric.direction} is better. " + "; ".join(scores) + ".",
-        f"- One experiment = one run of your code with {limit} "
-        f"(killed beyond it), {res.cpus} CPU{'s' if res.cpus != 1 else ''}, {res.memory_gb:g} GB memory, "
-        f"{res.gpus or 'no'} GPU{'s' if res.gpus != 1 else ''}, no network.",
-        f"- Experiments left: {ctx.steps_left} of {budget.steps}. A failed or no-op edit spends none. "
-        f"Compute budget: {budget.compute_hours:g} h of experiment {'CPU ' if cpu else ''}time in all.",
-        f"- You may edit only files matching: {', '.join(task.editable)}. Every other file belongs to the "
-        "harness and is restored before each run.",
+        f"- {budget_line(ctx)}",
+        f"- One experiment = one run of your code, killed at {limit}; {res.cpus} CPU{'s' if res.cpus != 1 else ''}, "
+        f"{res.memory_gb:g} GB memory, {res.gpus or 'no'} GPU{'s' if res.gpus != 1 else ''}, no network.",
     ]
-    return Section("Setup and limits", ["\n".join(lines)], 99)
+    if baseline is not None and baseline.executed:
+        lines.append(f"- The baseline's run took {time_note(ctx, baseline)}. Keep each experiment well under half "
+                     "the limit: the machine may be slower when it runs.")
+    versions = versions_line(ctx)
+    if versions:
+        lines.append(f"- Environment: {versions}")
+    lines.append(f"- You may edit only files matching: {', '.join(task.editable)}. Every other file belongs to the "
+                 "harness and is restored before each run.")
+    return Section("Setup and limits (this run's)", ["\n".join(lines)], 99)
 
 
 def harness_files(ctx: OpContext) -> dict[str, str]:
@@ -206,6 +272,15 @@ def harness_files(ctx: OpContext) -> dict[str, str]:
                 and "__pycache__" not in rel:
             out[rel] = path.read_text(errors="replace")
     return out
+
+
+# calls whose prompts never show the harness files: earlier ones do not mean the LLM has seen them
+NO_HARNESS_OPERATORS = frozenset({"analyze", "ideation", "novelty", "supervise"})
+
+
+def harness_shown(ctx: OpContext) -> bool:
+    """Whether an earlier prompt of this run showed the harness files (the baseline's review does not)."""
+    return any(call.get("operator") not in NO_HARNESS_OPERATORS for node in ctx.store for call in node.llm_calls)
 
 
 def harness_section(ctx: OpContext, full: bool) -> Section:
@@ -230,8 +305,9 @@ def data_section(ctx: OpContext, cfg: PromptConfig, priority: int) -> Section:
     return Section("Data preview (public data, read-only)", [text, ""] if text else [""], priority)
 
 
-def attempts_section(ctx: OpContext, cfg: PromptConfig) -> Section:
-    """The latest attempts: parent, what changed, every metric, and tails of failures and regressions."""
+def attempts_section(ctx: OpContext, cfg: PromptConfig, shown: frozenset[str] = frozenset()) -> Section:
+    """The latest attempts: parent, what changed, every metric, and tails of failures and regressions
+    (except for the ``shown`` nodes, whose whole output the prompt carries with their files)."""
     nodes = [n for n in ctx.store.last(cfg.memory_size) if n.step > 0]
     if not nodes:
         return Section("Recent attempts", ["(none yet)"], 70)
@@ -247,10 +323,10 @@ def attempts_section(ctx: OpContext, cfg: PromptConfig) -> Section:
         if node.executed:
             lines.append(f"  metrics: {metrics_line(node)}")
         if node.analysis:
-            lines.append(f"  analysis: {summarize(node.analysis, 500)}")
+            lines.append(f"  analysis: {middle(node.analysis, 500)}")
         if not node.executed and node.feedback:
             lines.append("  feedback:\n" + _indent(tail_lines(node.feedback, cfg.attempt_tail_chars)))
-        elif _worse(ctx, node) and cfg.attempt_tail_chars:
+        elif _worse(ctx, node) and cfg.attempt_tail_chars and node.id not in shown:
             stream = ctx.store.blobs.text(node.stderr) or ctx.store.blobs.text(node.stdout)
             lines.append("  output tail:\n" + _indent(tail_lines(stream, cfg.attempt_tail_chars) or "(empty)"))
         return "\n".join(lines)
@@ -262,33 +338,41 @@ def attempts_section(ctx: OpContext, cfg: PromptConfig) -> Section:
     return Section("Recent attempts (newest first)", [full, half, brief], 70)
 
 
-def explored_section(ctx: OpContext) -> Section:
-    """AIDE's memory: every scored node's plan, its analysis and its metric, oldest first."""
-    valid = [n for n in ctx.store if n.status == OK and n.step > 0]
+def explored_section(ctx: OpContext, cfg: PromptConfig) -> Section:
+    """AIDE's memory: every scored node's plan, its analysis and its metric, oldest first; the nodes the
+    recent attempts show in detail are left out, so no plan or analysis is read twice."""
+    recent = {n.id for n in ctx.store.last(cfg.memory_size)}
+    valid = [n for n in ctx.store if n.status == OK and n.step > 0 and n.id not in recent]
 
     def entry(node: Node) -> str:
         text = f"- node {node.id} ({node.operator}): {ctx.task.metric.name} = {node.primary:.5g}\n" \
                f"  design: {summarize(node.plan, 400) or '(none)'}"
-        return text + (f"\n  result: {summarize(node.analysis, 400)}" if node.analysis else "")
+        return text + (f"\n  result: {middle(node.analysis, 400)}" if node.analysis else "")
 
+    title = "Earlier ideas explored (scored; the latest are under Recent attempts)"
     if not valid:
-        return Section("Ideas explored so far (scored)", [""], 50)
-    return Section("Ideas explored so far (scored)", ["\n".join(entry(n) for n in valid),
-                                                      "\n".join(entry(n) for n in valid[-8:]), ""], 50)
+        return Section(title, [""], 50)
+    return Section(title, ["\n".join(entry(n) for n in valid), "\n".join(entry(n) for n in valid[-8:]), ""], 50)
 
 
 def debug_history_section(ctx: OpContext, node: Node) -> Section:
-    """The failing chain above the node being debugged (AIRA's ancestral memory), oldest first."""
+    """The failing chain above the node being debugged (AIRA's ancestral memory), oldest first; always
+    present, since the debug job refers to it."""
     chain = []
     current = node
     while current.parents and ctx.store.get(current.parents[0]).is_buggy:
         current = ctx.store.get(current.parents[0])
         chain.append(current)
     tried = [c for c in ctx.store.children(node.id) if not c.executed and c.operator == "debug"]
-    lines = [f"- node {n.id} ({n.operator}): {summarize(n.plan, 300)} -> failed: {_last_error(ctx, n)}"
-             for n in chain[::-1]]
-    lines += [f"- a fix of node {node.id} that was never run: {summarize(c.feedback, 300)}" for c in tried]
-    return Section("Debug history (earlier failed attempts in this chain)", ["\n".join(lines), ""] if lines else [""], 80)
+
+    def listing(chars: int) -> str:
+        lines = [f"- node {n.id} ({n.operator}): {summarize(n.plan, chars)} -> failed: {_last_error(ctx, n)}"
+                 for n in chain[::-1]]
+        lines += [f"- a fix of node {node.id} that was never run: {summarize(c.feedback, chars)}" for c in tried]
+        return "\n".join(lines) or (f"(none: this is the first attempt to fix node {node.id}; its failure "
+                                     "and output are shown with the solution below)")
+
+    return Section("Debug history (earlier failed attempts in this chain)", [listing(300), listing(100)], 80)
 
 
 def _last_error(ctx: OpContext, node: Node) -> str:
@@ -300,7 +384,7 @@ def solution_section(ctx: OpContext, node: Node, cfg: PromptConfig, label: str) 
     files = ctx.store.files(node)
     head = f"node {node.id} ({node.operator}): {result_line(ctx, node)}; metrics: {metrics_line(node)}"
     if node.analysis:
-        head += f"\nAnalysis: {summarize(node.analysis, 600)}"
+        head += f"\nAnalysis: {middle(node.analysis, 600)}"
 
     def body(limit: int) -> str:
         return f"{head}\n\n{files_block(files)}\n\n## Its output\n{output_tail(ctx, node, limit)}"

@@ -88,8 +88,8 @@ def lane_history(ctx: OpContext, lane: int) -> list[dict[str, Any]]:
 
 def _result(ctx: OpContext, node: Node) -> str:
     best = " (the best so far)" if (ctx.store.best() or node).id == node.id and node.primary is not None else ""
-    return f"Experiment node {node.id}: {prompts.result_line(ctx, node)}; metrics: {prompts.metrics_line(node)}{best}; " \
-           f"{prompts.time_used(ctx, node)}.\n{prompts.output_tail(ctx, node, 1500)}"
+    return f"Experiment node {node.id}: {prompts.result_line(ctx, node)}; metrics: {prompts.metrics_line(node)}{best}." \
+           f"\n{prompts.output_tail(ctx, node, 1500)}"
 
 
 class ReactPolicy(StatelessPolicy):
@@ -215,7 +215,7 @@ def _context(ctx: OpContext, cfg: ReactConfig, older: list[dict[str, Any]], file
     lines = [f"({len(older) - len(shown)} earlier turns omitted)"] if len(older) > len(shown) else []
     lines += [f"- {t['line']}" for t in shown]
     sections = [prompts.task_section(ctx), prompts.setup_section(ctx),
-                prompts.harness_section(ctx, full=not any(n.llm_calls for n in ctx.store)),
+                prompts.harness_section(ctx, full=not prompts.harness_shown(ctx)),
                 prompts.data_section(ctx, cfg, priority=40),
                 Section("Sandbox", [sandbox_note(ctx)], 98),
                 Section("Experiments so far", ["\n".join(f"- node {n.id}: {prompts.result_line(ctx, n)}; "
@@ -274,7 +274,7 @@ def react(ctx: OpContext, parents: list[Node], action: Action, cfg: ReactConfig)
     for n in range(cfg.max_turns_per_experiment):
         left = ctx.compute_left_s - used[0]
         status = (f"[turn {n + 1} of at most {cfg.max_turns_per_experiment} before an experiment; experiments left: "
-                  f"{ctx.steps_left}; compute left: {left / 60:.1f} min] Your action:")
+                  f"{ctx.steps_left} of {ctx.budget.steps}; compute left: {max(left, 0.0):.0f} s] Your action:")
         call = ctx.llm.complete(build_messages(ctx, cfg, history + turns, files, instruction, lane, status),
                                 operator="react")
         calls.append(call)

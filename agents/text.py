@@ -48,6 +48,32 @@ def head_lines(text: str, limit: int) -> str:
     return f"{head}\n[... {text.count(chr(10)) - head.count(chr(10))} more lines cut ...]"
 
 
+def head_and_tail(text: str, limit: int, head_share: float = 0.25) -> str:
+    """``text`` in about ``limit`` chars, cut from the middle at line boundaries: the start (what the run
+    set up and printed first) and the end (its result or traceback, kept by `tail_lines`) both survive,
+    and the gap is marked with how many lines were cut."""
+    text = text.rstrip("\n")
+    if len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    head: list[str] = []
+    size = 0
+    for line in lines:
+        if size + len(line) + 1 > limit * head_share:
+            break
+        head.append(line)
+        size += len(line) + 1
+    rest = "\n".join(lines[len(head):])
+    tail = tail_lines(rest, limit - size)
+    if not head:
+        return tail
+    marker = re.match(r"\[\.\.\. (\d+) (earlier lines|lines of earlier output) cut \.\.\.\]\n", tail)
+    if marker:  # the tail's own marker counts the lines between head and tail
+        tail = tail[marker.end():]
+        return "\n".join(head) + f"\n[... {marker.group(1)} lines cut from the middle ...]\n" + tail
+    return "\n".join(head) + "\n" + tail
+
+
 def _cut_traceback(tb: str, limit: int, earlier: int) -> str:
     lines = tb.split("\n")
     starts = [i for i, line in enumerate(lines) if line.startswith('  File "')]
@@ -96,6 +122,20 @@ def summarize(text: str, limit: int) -> str:
     if ends and ends[-1] >= limit // 3:
         return head[:ends[-1]] + " [...]"
     return head.rsplit(" ", 1)[0] + " ..."
+
+
+def middle(text: str, limit: int) -> str:
+    """``text`` on one line in about ``limit`` chars, cut from the middle: the opening and the closing
+    sentences both survive (an analysis ends with its conclusion, the next step to try)."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    half = max(limit // 2 - 12, 1)
+    head = flat[:half].rsplit(" ", 1)[0]
+    tail = flat[-half:]
+    starts = [m.end() for m in re.finditer(r"[.!?;]\s+", tail)]
+    tail = tail[starts[0]:] if starts and starts[0] <= half * 2 // 3 else tail.split(" ", 1)[-1]
+    return f"{head} [...] {tail}"
 
 
 def outline_python(source: str) -> str:

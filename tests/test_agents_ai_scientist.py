@@ -53,7 +53,8 @@ def test_ideation_reflects_until_done_drops_duplicates_and_judges_novelty(tmp_pa
                                 _json("t_learner"), _json("t_learner"), _json("t_learner"),  # a duplicate
                                 _json("ridge"), "no json at all", _json("ridge", 9)],
                    "novelty": ["Same as the baseline. Decision: not novel", "New. Decision: novel"]})
-    ctx = OpContext(task=_toy(), store=tree.store, llm=llm, rng=random.Random(0), steps_left=5)
+    task = _toy()
+    ctx = OpContext(task=task, store=tree.store, llm=llm, rng=random.Random(0), steps_left=5, budget=task.budget)
     cfg = AIScientistV1Config(data_preview=False)
     ideas, calls = ideate(ctx, cfg, tree.store.get(ROOT), count=3, reflections=3, novelty_check=True)
     assert [(i["Name"], i["Interestingness"], i["novel"]) for i in ideas] == [("t_learner", 8, False), ("ridge", 9, True)]
@@ -215,7 +216,7 @@ def test_v1_run_carries_notes_and_all_completed_ends_the_idea_without_an_experim
     run1.files, run1.memo = files, {"ideas": [idea("steeper")], "idea": 0, "notes": "# Steeper\nRun 1: slope 2."}
     llm = FakeLLM({"improve": ["<notes>\n# Steeper\nRun 1: slope 2. Nothing left to try.\n</notes>\nALL_COMPLETED"]})
     llm.cfg = LLMConfig()
-    ctx = OpContext(task=task, store=tree.store, llm=llm, rng=random.Random(0), steps_left=3)
+    ctx = OpContext(task=task, store=tree.store, llm=llm, rng=random.Random(0), steps_left=3, budget=task.budget)
     cfg = AIScientistV1Config(data_preview=False)
     proposal = run(cfg, ctx, [run1], _action({"idea": 0, "run": 2, "try": 1}))
     prompt = llm.seen[0][1][-1]["content"]

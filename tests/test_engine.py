@@ -211,8 +211,8 @@ def test_step_limit_and_compute_budget_are_cpu_time_and_shown_to_the_agent(toy, 
         return (run_dir / "blobs" / call["messages"][:2] / call["messages"][2:]).read_text()
 
     draft = next(c for c in busy["llm_calls"] if c.get("purpose") != "analysis")
-    assert "a limit of 3 s of CPU time, all its processes and threads summed" in prompt(draft)
-    assert "Compute budget: 1 h of experiment CPU time in all." in prompt(draft)
+    assert "killed at 3 s of CPU time, all its processes and threads summed" in prompt(draft)
+    assert "of 3600 s of CPU time in all" in prompt(draft)  # the compute budget, in the limit's unit
     review = next(c for c in busy["llm_calls"] if c.get("purpose") == "analysis")
-    assert f"it used {busy['cpu_seconds']:.1f} s of CPU time of the 3 s allowed ({busy['seconds']:.1f} s wall-clock)" \
-        in prompt(review)
+    assert f"{busy['cpu_seconds']:.1f} s CPU / {busy['seconds']:.1f} s wall" in prompt(review)
+    assert "of the 3 s CPU limit: killed at the limit" in prompt(review)

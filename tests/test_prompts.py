@@ -9,7 +9,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from agents.text import Section, assemble, diff_stats, head_lines, outline_python, summarize, tail_lines
+from agents.text import (Section, assemble, diff_stats, head_and_tail, head_lines, middle, outline_python, summarize,
+                         tail_lines)
 from benchmark.tasks import data_preview
 
 LIB = '  File "/usr/lib/python3.11/site-packages/numpy/core.py", line {n}, in inner{n}\n    return f(x)\n'
@@ -47,6 +48,26 @@ def test_summary_ends_at_a_sentence_and_head_at_a_line() -> None:
     assert summarize(plan, 70) == "Use a T-learner. It fits each arm apart, which suits 448 units. [...]"
     assert summarize("one very long sentence without an end " * 5, 40).endswith(" ...")
     assert head_lines("a\nbb\nccc\ndddd", 6) == "a\nbb\n[... 2 more lines cut ...]"
+
+
+def test_middle_cut_keeps_the_opening_and_the_conclusion() -> None:
+    text = "It worked: PEHE fell from 3.6 to 2.2. " + "The arms differ in size. " * 40 + "Next: try an X-learner."
+    cut = middle(text, 160)
+    assert len(cut) <= 160 and cut.startswith("It worked: PEHE fell") and cut.endswith("Next: try an X-learner.")
+    assert "[...]" in cut and middle("short enough", 160) == "short enough"
+
+
+def test_head_and_tail_keeps_both_ends_and_counts_what_it_cut() -> None:
+    text = "\n".join(f"line {i:03d}" for i in range(300))
+    cut = head_and_tail(text, 400)
+    lines = cut.splitlines()
+    assert lines[0] == "line 000" and lines[-1] == "line 299" and len(cut) < 500
+    [marker] = [line for line in lines if "cut" in line]
+    kept = len(lines) - 1
+    assert marker == f"[... {300 - kept} lines cut from the middle ...]"
+    with_trace = head_and_tail("config: lr=0.1\n" + TRACE, 900)
+    assert with_trace.startswith("config: lr=0.1") and "unexpected keyword argument 'low'" in with_trace
+    assert head_and_tail("a\nb", 400) == "a\nb"
 
 
 def test_assemble_shrinks_least_important_sections_first() -> None:

@@ -56,10 +56,15 @@ class OpContext:
     llm: LLMClient | None  # None for agents that declare uses_llm=False
     rng: random.Random  # derived from (seed, step): deterministic on resume
     steps_left: int
-    budget: Budget | None = None  # this run's effective budget (the task's, with command-line overrides)
+    # this run's budget (the manifest's with command-line overrides): the only budget a prompt may state,
+    # so it has no default that could fall back to the manifest's
+    budget: Budget
     public_dir: Path | None = None  # the task's public data, read-only (for data previews)
     data_path: str = ""  # the same dir as the agent's commands and experiments see it (e.g. /job/data)
     compute_left_s: float = float("inf")  # compute budget left when the node started
+    # python and the task's requirements as installed for jobs, taken once at run start
+    # (benchmark.tasks.environment), so prompts name the APIs the experiment will really have
+    libraries: dict[str, str] = field(default_factory=dict)
     # run_command(files, shell_command, timeout_s) -> benchmark.run.commands.CommandResult: a shell command in
     # the val sandbox over `files`, no evaluator; its seconds are charged to compute and recorded on the
     # node by the harness (benchmark/run/commands.py). Set by the worker for each node.

@@ -40,6 +40,7 @@ from benchmark.run.preflight import llm_problem
 from benchmark.run.scheduler import Scheduler
 from benchmark.run.worker import StepRunner
 from benchmark.scoring.export import BEST_DIR, REPORT, export_after_run
+from benchmark.tasks.environment import requirement_versions
 from benchmark.tasks.manifest import Budget, load_task
 from benchmark.tasks.workspace import PreparedTask, open_prepared
 
@@ -75,6 +76,7 @@ class Run:
         self.display = display or make_display(echo, cfg.quiet)
         self.display.attach(self.stats)
         self.provenance = report.provenance(self.spec, cfg)  # once: it shells out to git
+        self.libraries = requirement_versions(self.spec)  # once: prompts state the job's library versions
 
     # ----------------------------------------------------------------------------------- setup
     def _open(self) -> Loaded:
@@ -219,7 +221,8 @@ class Run:
                          steps_left=self.budget.steps - self.counters.experiments - others_in_flight,
                          budget=self.budget, public_dir=self.prepared.public_dir,
                          data_path=data_path_in_jobs(self.prepared, self.executor),
-                         compute_left_s=self.budget.compute_hours * 3600 - self.counters.compute_s)
+                         compute_left_s=self.budget.compute_hours * 3600 - self.counters.compute_s,
+                         libraries=self.libraries)
 
     def _baseline(self, agent: Agent) -> None:
         """The task's own code, run first and reviewed like any node (a budget stop resurfaces at the next call).

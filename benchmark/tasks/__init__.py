@@ -1,6 +1,7 @@
 """Tasks: the manifest (`manifest`: TaskSpec, load_task) and its schema versions (`schema`), preparing a
-task's workspace (`workspace`, `fetch`, `shipped_data`, `requirements_check`), suites of tasks (`suites`)
-and the data preview agents are shown (`data_preview`).
+task's workspace (`workspace`, `fetch`, `shipped_data`, `requirements_check`), suites of tasks (`suites`),
+and what agents are shown of a task: the data preview (`data_preview`) and the library versions its jobs
+run with (`environment`).
 
 May import: `benchmark.common` and `task_runtime` (its file-name conventions) only. Everything above
 reads a task through here.

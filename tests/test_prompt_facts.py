@@ -1,0 +1,152 @@
+"""What an LLM is told (issue 18): the run's budget in one line everywhere, the job's library versions,
+the baseline's and each experiment's time against the limit, the harness files in full on the first
+drafting prompt, analyses that keep their conclusion, a current "best so far", and the debug history
+the debug job names. Facts are asserted, not wording."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import random
+from dataclasses import replace
+from pathlib import Path
+
+from agents import operators, prompts
+from agents.prompts import PromptConfig
+from benchmark.llm.accounting import LLMCall
+from benchmark.plugins.agent_api import OpContext
+from benchmark.plugins.manager import get_registry
+from benchmark.records.journal import OK, Node
+from benchmark.tasks.environment import requirement_versions
+from benchmark.tasks.manifest import load_task
+from trees import Tree
+
+CFG = PromptConfig(data_preview=False)
+CONCLUSION = "The most promising next step is a doubly robust learner with cross-fitting."
+
+
+class FakeLLM:
+    def __init__(self, reply: str = ""):
+        self.reply, self.seen = reply, []
+
+    def complete(self, messages, operator=""):
+        self.seen.append((operator, messages))
+        return LLMCall(model="fake", operator=operator, response=self.reply, messages=messages)
+
+
+def _ctx(tmp_path: Path, steps: int = 8, timeout: float = 60.0, llm=None) -> tuple[OpContext, Tree]:
+    """Causality's manifest (its description states 10 experiments and 120 CPU-seconds) run with a smaller
+    budget, on a hand-built tree whose baseline ran on the CPU clock."""
+    task = load_task(get_registry().tasks["causality"])
+    tree = Tree(tmp_path)
+    baseline = tree.store.get("0000")
+    baseline.clock, baseline.cpu_seconds, baseline.seconds = "cpu", 4.0, 6.5
+    budget = replace(task.budget, steps=steps, step_timeout_s=timeout)
+    ctx = OpContext(task=task, store=tree.store, llm=llm, rng=random.Random(0), steps_left=steps - 2, budget=budget,
+                    compute_left_s=3000.0, libraries=requirement_versions(task))
+    return ctx, tree
+
+
+def _user(messages: list[dict[str, str]]) -> str:
+    return messages[-1]["content"]
+
+
+def _edit_prompts(ctx: OpContext, tree: Tree) -> dict[str, str]:
+    good = tree.add("draft", ("0000",), 2.0)
+    other = tree.add("improve", (good.id,), 1.5)
+    buggy = tree.add("improve", (good.id,), None)
+    return {"draft": _user(operators.build_messages(ctx, "draft", [tree.store.get("0000")], CFG)),
+            "improve": _user(operators.build_messages(ctx, "improve", [good], CFG, explored=True)),
+            "debug": _user(operators.build_messages(ctx, "debug", [buggy], CFG)),
+            "crossover": _user(operators.build_messages(ctx, "crossover", [good, other], CFG))}
+
+
+def test_every_operator_states_the_runs_budget_and_never_the_manifests(tmp_path) -> None:
+    llm = FakeLLM("Looks fine. " + CONCLUSION)
+    ctx, tree = _ctx(tmp_path, steps=8, timeout=60, llm=llm)
+    assert ctx.task.budget.steps == 10 and ctx.task.budget.step_timeout_s == 120  # the manifest's defaults
+    texts = _edit_prompts(replace(ctx, llm=None), tree)
+    operators.analyze(ctx, tree.add("improve", ("0001",), 1.0), CFG)
+    operators.ideation_messages(ctx, CFG, tree.store.get("0000"), [])
+    texts["analyze"] = _user(llm.seen[-1][1])
+    texts["ideation"] = _user(operators.ideation_messages(ctx, CFG, tree.store.get("0000"), []))
+    line = prompts.budget_line(ctx)
+    assert "6 of 8 experiments" in line and "3000 s left of 3600 s" in line  # the unit the limit counts
+    for role, text in texts.items():
+        assert "10 experiments" not in text and "120 CPU-seconds" not in text, role
+        assert "8 experiments" in text and "60 CPU-seconds" in text, role
+        if role != "analyze":
+            assert text.count(line) == 1, role
+
+
+def test_draft_improve_and_debug_prompts_name_python_and_the_installed_library_versions(tmp_path) -> None:
+    ctx, tree = _ctx(tmp_path)
+    for role, text in _edit_prompts(ctx, tree).items():
+        assert f"Python {platform.python_version()}" in text, role
+        for name in ("numpy", "pandas", "scikit-learn", "lightgbm"):
+            assert f"{name} {importlib.metadata.version(name)}" in text, (role, name)
+
+
+def test_prompts_show_the_baseline_time_the_limit_and_warn_past_half_of_it(tmp_path) -> None:
+    ctx, tree = _ctx(tmp_path, timeout=60)
+    slow = tree.add("draft", ("0000",), 2.0)
+    slow.clock, slow.cpu_seconds, slow.seconds = "cpu", 45.0, 50.0
+    text = _user(operators.build_messages(ctx, "improve", [slow], CFG))
+    setup = text.split("# Setup and limits")[1].split("\n# ")[0]
+    assert "60 s of CPU time" in setup and "4.0 s CPU / 6.5 s wall" in setup  # baseline: CPU and wall
+    assert prompts.HALF_LIMIT_WARNING not in setup
+    warned = [line for line in text.splitlines() if prompts.HALF_LIMIT_WARNING in line]
+    assert warned and all(f"node {slow.id}" in line for line in warned)
+    assert "45.0 s CPU / 50.0 s wall, 75% of the 60 s CPU limit" in warned[0]
+
+
+def test_driver_is_shown_in_full_on_the_first_drafting_prompt_even_after_the_baseline_review(tmp_path) -> None:
+    ctx, tree = _ctx(tmp_path)
+    driver = (ctx.task.code_dir / "driver.py").read_text().rstrip()
+    tree.store.get("0000").llm_calls = [{"operator": "analyze"}]  # the baseline's review ran first
+    first = _user(operators.build_messages(ctx, "draft", [tree.store.get("0000")], CFG))
+    assert driver in first
+    drafted = tree.add("draft", ("0000",), 2.0)
+    drafted.llm_calls = [{"operator": "draft"}, {"operator": "analyze"}]
+    later = _user(operators.build_messages(ctx, "draft", [tree.store.get("0000")], CFG))
+    assert driver not in later and "def run(" in later  # an outline from then on
+
+
+def test_a_long_analysis_keeps_its_conclusion_in_storage_and_in_later_prompts(tmp_path) -> None:
+    long_reply = "The T-learner lowered PEHE from 3.6 to 2.2. " + "It fits each arm separately. " * 120 + CONCLUSION
+    llm = FakeLLM(long_reply)
+    ctx, tree = _ctx(tmp_path, llm=llm)
+    node = tree.add("draft", ("0000",), 2.2)
+    stored = operators.analyze(ctx, node, CFG).text
+    assert len(stored) < len(long_reply) and stored.endswith(CONCLUSION) and stored.startswith("The T-learner")
+    node.analysis = stored
+    text = _user(operators.build_messages(replace(ctx, llm=None), "improve", [node], CFG, explored=True))
+    assert text.count("doubly robust learner") == 2  # the solution's head and its recent attempt, once each
+    tree.add("improve", (node.id,), 2.3)  # pushes `node` out of the recent attempts, into AIDE's memory
+    older = _user(operators.build_messages(replace(ctx, llm=None), "improve", [node], replace(CFG, memory_size=1),
+                                           explored=True))
+    assert "doubly robust learner" in older.split("# Earlier ideas explored")[1].split("\n# ")[0]
+
+
+def test_the_review_sees_the_whole_task_and_a_current_best(tmp_path) -> None:
+    llm = FakeLLM("ok. " + CONCLUSION)
+    ctx, tree = _ctx(tmp_path, llm=llm)
+    # reviewed before it is stored (as the engine does): the store's best is still the baseline
+    node = Node(id="0001", step=1, operator="improve", parents=["0000"], status=OK, executed=True, primary=0.5)
+    operators.analyze(ctx, node, CFG)
+    text = _user(llm.seen[-1][1])
+    assert prompts.task_text(ctx).strip() in text  # never cut: its metric section is near the end
+    assert f"best so far: node {node.id}" in text
+
+
+def test_the_debug_prompt_shows_the_debug_history_its_job_names(tmp_path) -> None:
+    ctx, tree = _ctx(tmp_path)
+    first = tree.add("draft", ("0000",), None)
+    first.stderr = tree.store.blobs.put("ZeroDivisionError: division by zero in fit_arm\n")
+    text = _user(operators.build_messages(ctx, "debug", [first], CFG))
+    assert "debug history" in text.lower() and "# Debug history" in text
+    assert text.count("division by zero in fit_arm") == 1  # with the solution, not again among the attempts
+    retry = tree.add("debug", (first.id,), None)
+    text = _user(operators.build_messages(ctx, "debug", [retry], CFG))
+    history = text.split("# Debug history")[1].split("\n# ")[0]
+    assert f"node {first.id}" in history
