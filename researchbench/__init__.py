@@ -18,12 +18,12 @@ from benchmark.plugins.agent_api import (AGENT_API_VERSION, Action, Agent, Agent
                                          Operator, Policy, Proposal, StatelessPolicy)
 from benchmark.plugins.edits import apply_edits, format_instructions
 from benchmark.plugins.manager import API_ATTRIBUTE, ExecutorSpec, hookimpl
-from benchmark.records.journal import Node, NodeStore
+from benchmark.records.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec, load_task
 
 __version__ = package_version()
 
-__all__ = ["AGENT_API_VERSION", "API_ATTRIBUTE", "Action", "Agent", "AgentSpec", "Analysis", "Analyzer", "Executor",
+__all__ = ["AGENT_API_VERSION", "AGENT_FAILED", "API_ATTRIBUTE", "BUGGY", "EDIT_FAILED", "NO_OP", "OK", "Action", "Agent", "AgentSpec", "Analysis", "Analyzer", "Executor",
            "ExecutorSpec", "Job", "JobResult", "LLMCall", "Limits", "Node", "NodeStore", "OpContext", "Operator",
            "Policy", "Proposal", "StatelessPolicy", "TaskSpec", "UserError", "__version__", "apply_edits",
            "format_instructions", "hookimpl", "load_task"]

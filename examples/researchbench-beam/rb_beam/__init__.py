@@ -14,9 +14,7 @@ from typing import Any
 from agents import operators
 from agents.prompts import PromptConfig
 from agents.tree import debug_depth, is_leaf
-from benchmark.plugins import Action, Agent, AgentSpec, hookimpl
-from benchmark.records.journal import OK, Node, NodeStore
-from benchmark.tasks.manifest import TaskSpec
+from researchbench import OK, Action, Agent, AgentSpec, Node, NodeStore, TaskSpec, hookimpl
 
 
 @dataclass
