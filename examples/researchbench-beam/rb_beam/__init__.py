@@ -16,6 +16,8 @@ from agents.prompts import PromptConfig
 from agents.tree import debug_depth, is_leaf
 from researchbench import OK, Action, Agent, AgentSpec, Node, NodeStore, TaskSpec, hookimpl
 
+RESEARCHBENCH_AGENT_API = "1.0"  # the agent API this plugin was written for (docs/plugins.md, "Versions")
+
 
 @dataclass
 class BeamConfig(PromptConfig):
