@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from enum import Enum
 import re
 from typing import Any
 
@@ -73,6 +74,8 @@ def _plain(node: DictConfig, key: Any) -> Any:
 
 
 def _scalar(value: Any) -> str:
+    if isinstance(value, Enum):  # a choice (e.g. sweep_view): shown as it is written on the command line
+        value = value.name
     if isinstance(value, float) and math.isinf(value):
         return ".inf" if value > 0 else "-.inf"
     text = yaml.safe_dump(value, default_flow_style=True, width=math.inf).strip()
