@@ -224,8 +224,11 @@ def versions_line(ctx: OpContext) -> str:
     if not ctx.libraries:
         return ""
     python = ctx.libraries.get("python")
-    names = ", ".join(f"{name} {version}" for name, version in ctx.libraries.items() if name != "python")
+    libraries = {name: version for name, version in ctx.libraries.items() if name != "python"}
+    names = ", ".join(f"{name} {version}" for name, version in libraries.items() if version != "not installed")
+    absent = ", ".join(name for name, version in libraries.items() if version == "not installed")
     return ((f"Python {python}; " if python else "") + (f"installed: {names}. " if names else "")
+            + (f"NOT installed (do not import): {absent}. " if absent else "")
             + "Write code for these versions: an argument or function that a library removed or renamed "
               "makes the experiment fail.")
 
@@ -319,11 +322,13 @@ def attempts_section(ctx: OpContext, cfg: PromptConfig, shown: frozenset[str] = 
         head += f"; {diff}." if diff else "."
         if not detail:
             return head
-        lines = [head] + ([f"  plan: {summarize(node.plan, 600)}"] if node.plan else [])
+        lines = [head] + ([f"  plan: {summarize(node.plan, 1000)}"] if node.plan else [])
         if node.executed:
             lines.append(f"  metrics: {metrics_line(node)}")
-        if node.analysis:
-            lines.append(f"  analysis: {middle(node.analysis, 500)}")
+        if node.analysis and node.id in shown:
+            lines.append("  analysis: (with its files below)")
+        elif node.analysis:
+            lines.append(f"  analysis: {middle(node.analysis, 1200)}")
         if not node.executed and node.feedback:
             lines.append("  feedback:\n" + _indent(tail_lines(node.feedback, cfg.attempt_tail_chars)))
         elif _worse(ctx, node) and cfg.attempt_tail_chars and node.id not in shown:
@@ -347,7 +352,7 @@ def explored_section(ctx: OpContext, cfg: PromptConfig) -> Section:
     def entry(node: Node) -> str:
         text = f"- node {node.id} ({node.operator}): {ctx.task.metric.name} = {node.primary:.5g}\n" \
                f"  design: {summarize(node.plan, 400) or '(none)'}"
-        return text + (f"\n  result: {middle(node.analysis, 400)}" if node.analysis else "")
+        return text + (f"\n  result: {middle(node.analysis, 800)}" if node.analysis else "")
 
     title = "Earlier ideas explored (scored; the latest are under Recent attempts)"
     if not valid:
@@ -384,7 +389,7 @@ def solution_section(ctx: OpContext, node: Node, cfg: PromptConfig, label: str) 
     files = ctx.store.files(node)
     head = f"node {node.id} ({node.operator}): {result_line(ctx, node)}; metrics: {metrics_line(node)}"
     if node.analysis:
-        head += f"\nAnalysis: {middle(node.analysis, 600)}"
+        head += f"\nAnalysis: {middle(node.analysis, 1200)}"
 
     def body(limit: int) -> str:
         return f"{head}\n\n{files_block(files)}\n\n## Its output\n{output_tail(ctx, node, limit)}"

@@ -172,6 +172,9 @@ def test_mock_and_scripted_replies_cost_nothing(tmp_path: Path) -> None:
 def test_cost_text_says_why_a_cost_is_zero() -> None:
     assert cost_text(0.0123) == "$0.0123" and cost_text(None) == "$?"
     assert cost_text(0.5, offline=True) == "$0.0000 (offline LLM)"
+    # a model litellm cannot price is not free: never a bare $0.0000 for it
+    assert cost_text(0.0, unpriced_calls=3) == "$? (model not in litellm's price map)"
+    assert cost_text(0.25, unpriced_calls=2) == "$0.2500 + 2 unpriced call(s)"
 
 
 def test_token_cap() -> None:

@@ -83,8 +83,28 @@ def test_draft_improve_and_debug_prompts_name_python_and_the_installed_library_v
     ctx, tree = _ctx(tmp_path)
     for role, text in _edit_prompts(ctx, tree).items():
         assert f"Python {platform.python_version()}" in text, role
-        for name in ("numpy", "pandas", "scikit-learn", "lightgbm"):
+        for name in ("numpy", "pandas", "scipy", "scikit-learn", "torch", "lightgbm"):  # torch: the common stack
             assert f"{name} {importlib.metadata.version(name)}" in text, (role, name)
+
+
+def test_a_library_the_job_lacks_is_named_as_absent(tmp_path) -> None:
+    ctx, tree = _ctx(tmp_path)
+    ctx = replace(ctx, libraries={**ctx.libraries, "torch": "not installed"})
+    text = _edit_prompts(ctx, tree)["draft"]
+    assert "torch not installed" not in text and "NOT installed (do not import): torch" in text
+
+
+def test_an_analysis_is_read_once_and_whole(tmp_path) -> None:
+    """The node whose files the prompt carries keeps its analysis there, not also under recent attempts;
+    an ordinary 3-sentence analysis is never cut."""
+    ctx, tree = _ctx(tmp_path)
+    good = tree.add("draft", ("0000",), 2.0)
+    analysis = ("Label spreading over a kNN graph lifted accuracy from 0.685 to 0.802, since digits form tight "
+                "clusters in pixel space. Errors concentrate on 1/8 and 3/9, where one atypical seed lets a "
+                "neighbouring class absorb part of the cluster. " + CONCLUSION)
+    good.analysis = analysis
+    text = _user(operators.build_messages(ctx, "improve", [good], CFG))
+    assert text.count(analysis) == 1
 
 
 def test_prompts_show_the_baseline_time_the_limit_and_warn_past_half_of_it(tmp_path) -> None:
@@ -121,7 +141,7 @@ def test_a_long_analysis_keeps_its_conclusion_in_storage_and_in_later_prompts(tm
     assert len(stored) < len(long_reply) and stored.endswith(CONCLUSION) and stored.startswith("The T-learner")
     node.analysis = stored
     text = _user(operators.build_messages(replace(ctx, llm=None), "improve", [node], CFG, explored=True))
-    assert text.count("doubly robust learner") == 2  # the solution's head and its recent attempt, once each
+    assert text.count("doubly robust learner") == 1  # with the solution's files, not again under recent attempts
     tree.add("improve", (node.id,), 2.3)  # pushes `node` out of the recent attempts, into AIDE's memory
     older = _user(operators.build_messages(replace(ctx, llm=None), "improve", [node], replace(CFG, memory_size=1),
                                            explored=True))

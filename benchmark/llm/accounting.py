@@ -143,8 +143,11 @@ class Usage:
 OFFLINE_LABEL = "(offline LLM)"
 
 
-def cost_text(usd: float | None, offline: bool = False) -> str:
-    """A cost as the console and reports show it: "$0.0123", "$0.0000 (offline LLM)", or "$?" unknown."""
+def cost_text(usd: float | None, offline: bool = False, unpriced_calls: int = 0) -> str:
+    """A cost as the console and reports show it: "$0.0123", "$0.0000 (offline LLM)", "$?" unknown, and
+    never a bare "$0.0000" for calls to a model litellm cannot price (they are not free)."""
     if offline:
         return f"$0.0000 {OFFLINE_LABEL}"
-    return f"${usd:.4f}" if usd is not None else "$?"
+    if usd is None or (unpriced_calls and not usd):
+        return "$? (model not in litellm's price map)" if unpriced_calls else "$?"
+    return f"${usd:.4f}" + (f" + {unpriced_calls} unpriced call(s)" if unpriced_calls else "")

@@ -138,7 +138,8 @@ def progress(run: Run, node: Node) -> str:
     else:  # agent text (a done reason, an edit's feedback): one line, inert
         first = inert(node.feedback).split("\n", 1)[0][:70]
         result = f"{node.status.replace('_', ' ')}: {first}"
-    cost = f" {cost_text(run.usage.reported_usd, run.usage.offline)}" if run.llm is not None else ""
+    usage = run.usage
+    cost = f" {cost_text(usage.reported_usd, usage.offline, usage.unknown_cost_calls)}" if run.llm is not None else ""
     cpu = f" (cpu {node.cpu_seconds:.1f}s)" if node.cpu_seconds is not None else ""
     return (f"[{node.id}] {node.operator:<8} <- {parents:<5} {result}  | best {_fmt(best.primary if best else None)}"
             f"  exp {run.counters.experiments}/{run.budget.steps}  {node.seconds:.1f}s{cpu}{cost}")
@@ -157,7 +158,8 @@ def render(summary: dict[str, Any]) -> str:
         f"  {best_label:<{width}}  val {_fmt(best['val'])}   hidden test {_fmt(best['test'])}"
         + (f"   normalized {best['normalized_test']:.3f}" if best.get("normalized_test") is not None else ""),
         f"  steps: {plural(steps['experiments'], 'experiment')}, {plural(steps['nodes'], 'node')}; "
-        f"time {summary['wall_seconds']:.0f}s; LLM {cost_text(used['usd'], bool(used.get('offline_llm')))}",
+        f"time {summary['wall_seconds']:.0f}s; "
+        f"LLM {cost_text(used['usd'], bool(used.get('offline_llm')), int(used.get('unknown_cost_calls') or 0))}",
         f"  stopped: {summary['stop_reason']}",
         f"  results: {summary['run_dir']}",
     ]

@@ -183,6 +183,10 @@ def _node(run: RunRecord, node: Node) -> str:
     return "".join(parts)
 
 
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def _call_cost(call: dict) -> str:
     """One journaled call's cost: a recorded figure is a number only when it is one (journals are agent-run)."""
     usd = call.get("usd")
@@ -199,10 +203,11 @@ def run_html(run: RunRecord) -> str:
                    f"<td>{esc(_fmt(run.score(key, 'test')))}</td></tr>"
                    for key, label in (("baseline", "baseline"), ("best", f"best ({best.id if best else '-'})")))
     used = s["budget"].get("used") or {}
+    cost = cost_text(used.get("usd"), bool(used.get("offline_llm")), _count(used.get("unknown_cost_calls")))
     body = [f"<h1>{esc(run.agent)} on {esc(run.task)}, seed {esc(run.seed)}</h1>",
             f"<p class='note'>{esc(run.metric.name)} ({esc(run.metric.direction)} is better) · status {esc(s.get('status'))}"
             f" · budget {esc(run.budget_label)} · stopped: {esc(s.get('stop_reason'))} · {len(run.experiments)} experiments,"
-            f" {len(run.nodes)} nodes · {esc(cost_text(used.get('usd'), bool(used.get('offline_llm'))))} · {esc(used.get('tokens'))} tokens · {esc(run.run_dir)}</p>",
+            f" {len(run.nodes)} nodes · {esc(cost)} · {esc(used.get('tokens'))} tokens · {esc(run.run_dir)}</p>",
             f"<table><tr><th></th><th>val</th><th>hidden test</th></tr>{rows}</table>", "<h2>Best validation score so far</h2>", _curve_svg(run),
             "<h2>Search tree</h2>", _tree(run), "<h2>Nodes</h2>"]
     body += [_node(run, n) for n in run.nodes]

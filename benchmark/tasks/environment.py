@@ -14,17 +14,26 @@ import platform
 from benchmark.tasks.manifest import TaskSpec
 
 
+# Importable in every job whether a task names them or not (the harness's own stack): an LLM must not
+# have to guess, e.g. whether torch is there when a task's text invites neural models.
+COMMON = ("numpy", "pandas", "scipy", "scikit-learn", "torch")
+
+
 def requirement_versions(spec: TaskSpec) -> dict[str, str]:
-    """{"python": "3.12.3", distribution name: installed version or "not installed"} for the task's
-    requirements, in the manifest's order."""
+    """{"python": "3.12.3", distribution name: installed version or "not installed"} for the common
+    stack, then the task's requirements in the manifest's order."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     versions = {"python": platform.python_version()}
+    names = list(COMMON)
     for req in spec.requirements:
         try:
-            name = Requirement(req.pip).name
+            names.append(Requirement(req.pip).name)
         except InvalidRequirement:
             continue  # the manifest check reports it; a prompt fact is not the place
+    for name in dict.fromkeys(names):
+        if name in versions:
+            continue
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
