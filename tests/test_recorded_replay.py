@@ -1,13 +1,14 @@
-"""The recorded strong-LLM AIDE run on causality (examples/recorded/causality-aide) replays offline.
+"""The recorded strong-LLM runs (examples/recorded/<task>-<agent>) replay offline.
 
-The recording is a real run whose every prompt a strong LLM answered through a loopback relay; replaying
-its first two steps from the cache alone (no endpoint is reachable: the relay is long gone) must make the
-same code edits and score the same validation PEHE, or the shipped recording no longer reproduces it.
-A shorter budget changes the prompts' budget line, so the replay follows the recording by position
+Each recording is a real run whose every prompt a strong LLM answered through a loopback relay; replaying
+its first steps from the cache alone (no endpoint is reachable: the relay is long gone) must make the same
+code edits and score the same validation metric, or the shipped recording no longer reproduces it. A
+shorter budget changes the prompts' budget line, so the replay follows the recording by position
 (operator and call number), as measured run times would make it do anyway.
 
-It runs the baseline, the two recorded drafts and the final test of the better one for real (about
-two minutes of CPU, most of it the second draft's GLMs), so like the other causality runs it is `slow`.
+greedy on semi_supervised (one improve, a few CPU-seconds per experiment) runs in the default suite; AIDE on
+causality runs the baseline, two drafts and the final test of the better one (about two minutes of CPU,
+most of it the second draft's GLMs), so like the other causality runs it is `slow`.
 """
 
 from __future__ import annotations
@@ -17,33 +18,38 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REPO, journal_records, run_inprocess
+from conftest import REPO, _prepared, journal_records, run_inprocess
 
-RECORDING = REPO / "examples" / "recorded" / "causality-aide"
-STEPS = 2
+RECORDED = REPO / "examples" / "recorded"
 
-
-def replayed_nodes(tmp_path: Path) -> tuple[list[dict], Path]:
-    cache = tmp_path / "cache"
-    shutil.copytree(RECORDING / "cache", cache)  # a replay never writes, but the shipped copy stays untouched
-    summary, _ = run_inprocess(
-        "agent=aide", "task=causality", "seed=0", f"budget.steps={STEPS}",
-        "agent.num_drafts=2",  # the recorded run's budget of 10 made two drafts; a budget of 2 alone would make one
-        "llm=openai_compatible", "llm.model=openai/relay", "llm.api_base=http://127.0.0.1:8771/v1",
-        "llm.max_retries=0", "llm.cache=replay", f"llm.cache_dir={cache}", f"results_dir={tmp_path / 'results'}")
-    assert summary["status"] == "finished"
-    assert summary["llm"]["calls"] == summary["llm"]["cached_calls"] == 2 * STEPS + 1  # analyses + drafts, none live
-    run_dir = Path(summary["run_dir"])
-    return [r["node"] for r in journal_records(run_dir) if r["kind"] == "finished"], run_dir
+# recording, its agent and task, steps replayed, overrides the shorter budget needs, LLM calls they make
+CASES = [
+    pytest.param("semi_supervised-greedy", "greedy", "semi_supervised", 1, [], 1, id="greedy-semi_supervised"),
+    pytest.param("causality-aide", "aide", "causality", 2,
+                 ["agent.num_drafts=2"],  # the recorded budget of 10 made two drafts; a budget of 2 alone makes one
+                 5, id="aide-causality", marks=pytest.mark.slow),  # 2 drafts + 3 analyses (baseline's too)
+]
 
 
-@pytest.mark.slow
-def test_recorded_aide_run_replays_its_first_steps_offline(causality, tmp_path: Path) -> None:
+@pytest.mark.parametrize("recording, agent, task, steps, overrides, calls", CASES)
+def test_a_recorded_strong_llm_run_replays_its_first_steps_offline(recording: str, agent: str, task: str,
+                                                                    steps: int, overrides: list[str], calls: int,
+                                                                    tmp_path: Path) -> None:
     from benchmark.records.journal import BlobStore
 
-    recorded = json.loads((RECORDING / "nodes.json").read_text())[1:STEPS + 1]
-    nodes, run_dir = replayed_nodes(tmp_path)
-    replayed = nodes[1:]
+    _prepared(task)
+    cache = tmp_path / "cache"
+    shutil.copytree(RECORDED / recording / "cache", cache)  # a replay never writes; the shipped copy stays as is
+    summary, _ = run_inprocess(
+        f"agent={agent}", f"task={task}", "seed=0", f"budget.steps={steps}", *overrides,
+        "llm=openai_compatible", "llm.model=openai/relay", "llm.api_base=http://127.0.0.1:9/v1",  # nothing there
+        "llm.max_retries=0", "llm.cache=replay", f"llm.cache_dir={cache}", f"results_dir={tmp_path / 'results'}")
+    assert summary["status"] == "finished"
+    assert summary["llm"]["calls"] == summary["llm"]["cached_calls"] == calls  # none went to an endpoint
+
+    run_dir = Path(summary["run_dir"])
+    replayed = [r["node"] for r in journal_records(run_dir) if r["kind"] == "finished"][1:]
+    recorded = json.loads((RECORDED / recording / "nodes.json").read_text())[1:steps + 1]
     assert [n["id"] for n in replayed] == [r["id"] for r in recorded]
     blobs = BlobStore(run_dir / "blobs")
     for node, expected in zip(replayed, recorded):
