@@ -255,3 +255,20 @@ def safe_relpath(rel: str) -> PurePosixPath | None:
     if not rel or path.is_absolute() or any(part in ("..", "") for part in path.parts) or "\0" in rel:
         return None
     return path
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace the harness's own file `path` in one step (a reader or a crash never sees half of it),
+    keeping the mode of the file it replaces."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

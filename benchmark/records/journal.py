@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
+from benchmark.common.safefs import write_text_atomic
 from benchmark.tasks.manifest import Metric
 
 # Node.status values
@@ -257,13 +258,7 @@ class Journal:
 
 def write_json_atomic(path: Path, payload: Any) -> None:
     """Replace a JSON file in one step, so readers never see half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as fh:
-        json.dump(payload, fh, indent=2, sort_keys=True, default=str)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def now() -> float:

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from benchmark.common.errors import UserError
+from benchmark.common.safefs import write_text_atomic
 
 SCHEMA_VERSION = 2
 _noticed: set[Path] = set()  # manifests whose upgrade notice was printed in this process
@@ -128,7 +127,7 @@ def migrate_file(path: Path) -> list[str]:
         lines[at:at] = ["# What the evaluator is handed: the harness copies exactly these regular files out of {output}.\n",
                         f"outputs: {json.dumps(upgraded['outputs'])}\n"]  # JSON: a YAML flow list
     try:
-        _write_atomic(path, "".join(lines))
+        write_text_atomic(path, "".join(lines))
     except OSError as exc:
         raise UserError(f"{path}: cannot rewrite it ({exc.strerror or exc}); copy the task somewhere writable, "
                         "or update the file by hand (docs/tasks.md, Schema versions)") from None
@@ -144,17 +143,3 @@ def _after_entry(lines: list[str], key: str) -> int:
     while end < len(lines) and lines[end][:1] in (" ", "\t"):
         end += 1
     return end
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
