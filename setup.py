@@ -7,6 +7,7 @@ Not a setuptools script (packaging lives in pyproject.toml with hatchling, which
     python setup.py --all | --suite lite
     python setup.py --check causality [...] | --check --all | --check --suite lite  [--reference] [--migrate]
     python setup.py --new my_task [--from tabular] [--dest DIR]
+    python setup.py --refresh-lock [--torch VERSION]   (re-resolve requirements/lock.txt, re-record every baseline)
 
 Tasks come from the plugin registry, so tasks that third-party plugins register are set up the same
 way. Re-running is a no-op for verified workspaces; a corrupted or stale one is redone. Errors the
@@ -126,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--suite", metavar="SUITE", help="set up (or with --check, check) the tasks of a suite "
                                                        "(ml_tasks/suites.yaml), e.g. lite")
     what.add_argument("--new", metavar="NAME", help="create a task folder from a template (ml_tasks/NAME, or --dest)")
+    what.add_argument("--refresh-lock", action="store_true", help="re-resolve requirements/lock.txt in a fresh "
+                      "virtual environment, re-measure every built-in task's baseline record there, bump the "
+                      "versions of the tasks whose scores moved and add CHANGELOG lines (docs/environment.md)")
     parser.add_argument("--check", nargs="*", metavar="NAME", help="check tasks: manifest, prepare, the baseline "
                         "in the sandbox, determinism, trivial predictors vs the floor, no labels in the val phase")
     parser.add_argument("--reference", action="store_true", help="with --check: also run the task's reference "
@@ -137,8 +141,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="redo the workspace even when it verifies")
     parser.add_argument("--skip-requirements", action="store_true", help="do not pip-install task requirements")
     parser.add_argument("--download", action="store_true", help="also fetch the task's optional downloads")
+    parser.add_argument("--torch", metavar="VERSION", help="with --refresh-lock: the torch build to pin "
+                        "(default: the lock's, a CPU build)")
     args = parser.parse_args(argv)
     try:
+        if args.refresh_lock:
+            from benchmark.authoring.lock_refresh import refresh
+
+            return refresh(torch=args.torch)
+        if args.torch:
+            raise UserError("--torch goes with --refresh-lock (e.g. `python setup.py --refresh-lock --torch 2.13.0+cpu`)")
         if args.check is not None:
             if args.list or args.new or args.task:
                 raise UserError("--check takes task names itself (`--check causality`), or --all or --suite")
@@ -153,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
             _new(args.new, args.template, args.dest)
             return 0
         if not (args.list or args.task or args.all or args.suite):
-            raise UserError("say what to do: --list, --task NAME, --all, --suite NAME, --check NAME or --new NAME "
+            raise UserError("say what to do: --list, --task NAME, --all, --suite NAME, --check NAME, --new NAME or "
+                            "--refresh-lock "
                             "(see `python setup.py --help`)")
         tasks = _known_tasks()
         if args.list:

@@ -8,6 +8,7 @@ causality task. Every workspace lives under a tmp root, never the repo's workspa
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 from benchmark.common.errors import UserError
+from benchmark.tasks import lock as lock_module
 from benchmark.tasks import workspace as ws
 from benchmark.tasks.manifest import Requirement, TaskSpec, load_task
 from conftest import HANG_TIMEOUT_S
@@ -289,12 +291,31 @@ def test_causality_requirements_are_satisfied_here(monkeypatch: pytest.MonkeyPat
 def test_missing_or_unsatisfied_requirements_are_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pip = PipRecorder()
     monkeypatch.setattr(ws.subprocess, "run", pip)
+    monkeypatch.setattr(lock_module, "LOCK_PATH", tmp_path / "no-lock.txt")
     spec = with_requirements(tmp_path, Requirement("numpy>=1.0"), Requirement("surely-not-installed-pkg>=1"),
                              Requirement("numpy<1"), Requirement("another-missing-pkg", no_deps=True))
     ws.ensure_requirements(spec, log=quiet)
     assert pip.calls == [
         [sys.executable, "-m", "pip", "install", "surely-not-installed-pkg>=1", "numpy<1"],
         [sys.executable, "-m", "pip", "install", "--no-deps", "another-missing-pkg"],
+    ]
+
+
+def test_requirements_install_the_locked_version_through_the_lock(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task's numbers belong to the lock: an installed version other than the locked one is replaced by
+    the pin, a requirement the lock cannot satisfy keeps its specifier, and every install is constrained."""
+    pip = PipRecorder()
+    monkeypatch.setattr(ws.subprocess, "run", pip)
+    lock = tmp_path / "lock.txt"
+    lock.write_text("# python: 3.11\nnumpy==0.0.1\nPyYAML==" + importlib.metadata.version("PyYAML") + "\n")
+    monkeypatch.setattr(lock_module, "LOCK_PATH", lock)
+    spec = with_requirements(tmp_path, Requirement("numpy"), Requirement("pyyaml>=5"), Requirement("numpy>=1"),
+                             Requirement("surely-not-installed-pkg", no_deps=True))
+    ws.ensure_requirements(spec, log=quiet)
+    assert pip.calls == [
+        [sys.executable, "-m", "pip", "install", "-c", str(lock), "numpy==0.0.1"],
+        [sys.executable, "-m", "pip", "install", "-c", str(lock), "--no-deps", "surely-not-installed-pkg"],
     ]
 
 

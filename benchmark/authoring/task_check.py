@@ -42,6 +42,7 @@ from benchmark.common.errors import UserError
 from benchmark.common.safefs import discard_tree
 from benchmark.executors.base import Executor
 from benchmark.run.experiment import Outcome, check_isolation, materialize, phase_job, run_phase
+from benchmark.tasks.lock import record_environment_note as environment_note
 from benchmark.tasks.manifest import TaskSpec, load_task
 from benchmark.tasks.workspace import CHECKSUM_FILE, PreparedTask, prepare
 
@@ -264,11 +265,14 @@ class _Checker:
                 problems.append(f"{phase} reproduced {outcome.primary!r}, recorded {recorded!r} "
                                 f"(relative difference {difference:.4g}, tolerance {RECORD_REL_TOL:g})")
         if problems:
-            raise _Failed(f"seed {record.seeds[0]} does not reproduce the record: {'; '.join(problems)}. Record the "
-                          "reproduced values exactly as printed (re-measure every seed) in task.yaml's baseline, "
-                          "bumping its version if the task changed; if the record was exact and the task is "
-                          "unchanged, the score depends on the machine (thread counts, BLAS, library versions): "
-                          "pin what differs")
+            moved = environment_note(self.spec)
+            raise _Failed(f"seed {record.seeds[0]} does not reproduce the record: {'; '.join(problems)}. "
+                          + (f"{moved}: install from the lock (docs/environment.md), or refresh the lock and its "
+                             "records on purpose with `python setup.py --refresh-lock`" if moved else
+                             "Record the reproduced values exactly as printed (re-measure every seed) in task.yaml's "
+                             "baseline, bumping its version if the task changed; if the record was exact and the "
+                             "task is unchanged, the score depends on the machine (thread counts, BLAS): pin what "
+                             "differs"))
         return f"seed {record.seeds[0]} reproduces val {record.val[0]!r} and test {record.test[0]!r}"
 
     def target_spread(self) -> str:

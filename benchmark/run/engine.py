@@ -169,6 +169,8 @@ class Run:
         try:
             with self.display:
                 self.display.line(report.banner(self))
+                if (drift := report.environment_line(self.provenance)) is not None:
+                    self.display.line(drift)
                 if loaded.nodes or loaded.pending:
                     again = f" (re-running {report.plural(len(loaded.pending), 'in-flight step')})" \
                         if loaded.pending else ""

@@ -21,6 +21,8 @@ from benchmark.common.inert_text import inert
 from benchmark.common.paths import REPO_ROOT
 from benchmark.llm.accounting import cost_text
 from benchmark.records.journal import now
+from benchmark.tasks.environment import requirement_versions
+from benchmark.tasks.lock import current_environment
 
 if TYPE_CHECKING:
     from benchmark.records.journal import Node
@@ -50,11 +52,25 @@ def _version(dist: str) -> str | None:
 
 
 def provenance(spec: TaskSpec, cfg: DictConfig) -> dict[str, Any]:
+    """Where the run's numbers come from; `environment` says whether this machine matched the lock
+    (benchmark.tasks.lock), so the scorer never pools runs of different environments silently."""
     return {
         "seed": cfg.seed, "task": spec.name, "task_version": spec.version, "framework_git": _git_hash(),
         "python": sys.version.split()[0], "platform": platform.platform(),
         "libraries": {name: v for name in LIBRARIES if (v := _version(name))},
+        "environment": current_environment(requirement_versions(spec)).as_json(),
     }
+
+
+def environment_line(provenance: dict[str, Any]) -> str | None:
+    """One line at a run's start when its environment is not the lock's; None when it is."""
+    env = provenance.get("environment") or {}
+    if env.get("matches_lock", True):
+        return None
+    diffs = env.get("differences") or []
+    shown = ", ".join(diffs[:4]) + (f" and {len(diffs) - 4} more" if len(diffs) > 4 else "")
+    return (f"environment: differs from requirements/lock.txt ({shown}); scores may not compare with runs made "
+            "under the lock: pip install -c requirements/lock.txt -e . (docs/environment.md)")
 
 
 def _val(node: Node | None) -> float | None:
@@ -165,4 +181,6 @@ def render(summary: dict[str, Any]) -> str:
     ]
     if summary.get("sandbox_warning"):
         lines.append(f"  WARNING: {summary['sandbox_warning']}")
+    if (drift := environment_line(summary.get("provenance") or {})) is not None:
+        lines.append(f"  WARNING: {drift}")
     return "\n".join(lines)

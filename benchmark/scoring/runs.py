@@ -84,6 +84,19 @@ class RunRecord:
         return str(version) if version else "unknown"
 
     @property
+    def environment_label(self) -> str:
+        """Where the run's numbers were made: 'lock <digest>', with ' (differs: ...)' when the machine did not
+        match its lock; 'unrecorded' for runs older than the lock (benchmark.tasks.lock)."""
+        env = (self.summary.get("provenance") or {}).get("environment")
+        if not isinstance(env, dict) or not env.get("lock"):
+            return "unrecorded"
+        label = f"lock {env['lock']}"
+        if not env.get("matches_lock", True):
+            diffs = [str(d) for d in env.get("differences") or []]
+            label += f" (differs: {', '.join(diffs[:3])}{' ...' if len(diffs) > 3 else ''})"
+        return label
+
+    @property
     def config_label(self) -> str:
         return keys.config_label(self.config, self.agent)
 

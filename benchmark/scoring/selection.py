@@ -8,7 +8,8 @@
   finish time is kept and the others are listed, with a note naming them; `repeats_independent`
   keeps every run as a trial (for users measuring LLM sampling noise on purpose).
 - A tree that mixes versions of a task gets one note per task; the versions stay apart (the version
-  is part of the group key).
+  is part of the group key). A tree whose runs of a task come from different environments (lock digest,
+  or a machine that differed from the lock) gets one note per task saying so.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def select_runs(root: Path, warn: Callable[[str], None], filters: Filters | None
         raise UserError(f"no scorable runs{wanted} under {root}{left}; check the filters{hint} or the path")
     runs, repeats, notes = count_repeats(runs, Path(root), repeats_independent)
     not_scored += repeats
-    notes += version_notes(runs)
+    notes += version_notes(runs) + environment_notes(runs)
     for note in notes:
         warn(f"note: {note}")
     return Selection(runs, not_scored, notes)
@@ -186,4 +187,21 @@ def version_notes(runs: list[RunRecord]) -> list[str]:
             notes.append(f"runs of task {task} used different task versions ({listed}); scores of different "
                          f"versions are never pooled: tables show them apart as "
                          + ", ".join(f"{task}@{v}" for v in sorted(counts)))
+    return notes
+
+
+def environment_notes(runs: list[RunRecord]) -> list[str]:
+    """One note per task whose scored runs come from more than one environment, or from one that differs
+    from the lock: the tables pool them, and a reader must know (a library release can move a score)."""
+    environments: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for run in runs:
+        environments[run.task][run.environment_label] += 1
+    notes = []
+    for task, counts in sorted(environments.items()):
+        listed = "; ".join(f"{label}: {n} run{'s' if n != 1 else ''}" for label, n in sorted(counts.items()))
+        if len(counts) > 1:
+            notes.append(f"runs of task {task} come from {len(counts)} environments ({listed}); the tables pool "
+                         "them: compare within one environment, or re-run under the lock (docs/environment.md)")
+        elif any("(differs:" in label for label in counts):
+            notes.append(f"runs of task {task} were made in an environment that differs from the lock ({listed})")
     return notes

@@ -88,12 +88,22 @@ class Evaluation:
 
 
 @dataclass(frozen=True)
+class RecordedEnvironment:
+    """Where a baseline record was measured: the digest of the lock it was installed from
+    (benchmark.tasks.lock) and the versions that move the task's numbers."""
+
+    lock: str
+    versions: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class BaselineRecord:
     """The baseline's measured scores, one per seed (the `{seed}` its phases ran with)."""
 
     seeds: tuple[int, ...]
     val: tuple[float, ...]
     test: tuple[float, ...]
+    environment: RecordedEnvironment | None = None  # absent in records older than the lock
 
 
 @dataclass(frozen=True)
@@ -339,7 +349,15 @@ def load_task(task_dir: Path) -> TaskSpec:
                   for k in ("val", "test")}
         if not seeds or any(len(v) != len(seeds) for v in scores.values()):
             raise reader.fail("baseline", "needs one val and one test score per seed")
-        baseline = BaselineRecord(seeds=seeds, **scores)
+        environment = None
+        if braw.get("environment") is not None:
+            eraw = reader.mapping(braw["environment"], "baseline.environment", RecordedEnvironment)
+            versions = reader.mapping(eraw.get("versions", {}), "baseline.environment.versions")
+            environment = RecordedEnvironment(
+                lock=reader.typed(eraw["lock"], "baseline.environment.lock", str),
+                versions={reader.typed(k, "baseline.environment.versions", str):
+                          reader.typed(v, f"baseline.environment.versions.{k}", str) for k, v in versions.items()})
+        baseline = BaselineRecord(seeds=seeds, environment=environment, **scores)
     craw = reader.mapping(raw.get("checks", {}), "checks", Checks)
     trivial = tuple(reader.typed(v, "checks.trivial[]", str) for v in reader.typed(craw.get("trivial", []), "checks.trivial", list))
     for folder in trivial:

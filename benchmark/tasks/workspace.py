@@ -305,10 +305,16 @@ def prepare(spec: TaskSpec, root: Path | None = None, force: bool = False, log: 
 
 
 def ensure_requirements(spec: TaskSpec, log: Log = print) -> None:
-    """pip-install the task's requirements that are missing or do not satisfy their specifier; nothing
-    when all are satisfied. `no_deps` ones go in a separate `--no-deps` call, after the others."""
+    """pip-install the task's requirements that are missing, do not satisfy their specifier, or differ from
+    the version requirements/lock.txt pins (benchmark.tasks.lock: a task's numbers belong to the locked
+    environment); nothing when all match. Installs go through the lock as a constraints file, so their
+    dependencies are the locked ones too. `no_deps` ones go in a separate `--no-deps` call, after the others."""
     from packaging.requirements import InvalidRequirement, Requirement
 
+    from benchmark.tasks.lock import canonical, read_lock
+
+    lock = read_lock()
+    pins = lock.pins if lock else {}
     plain: list[str] = []
     no_deps: list[str] = []
     for i, req in enumerate(spec.requirements):
@@ -323,17 +329,24 @@ def ensure_requirements(spec: TaskSpec, log: Log = print) -> None:
             installed = importlib.metadata.version(parsed.name)
         except importlib.metadata.PackageNotFoundError:
             installed = None
-        if installed is None or not parsed.specifier.contains(installed, prereleases=True):
+        locked = pins.get(canonical(parsed.name))
+        if locked is not None and parsed.specifier.contains(locked, prereleases=True):
+            if installed is None or installed.split("+")[0] != locked.split("+")[0]:
+                (no_deps if req.no_deps else plain).append(f"{parsed.name}=={locked}")
+        elif installed is None or not parsed.specifier.contains(installed, prereleases=True):
             (no_deps if req.no_deps else plain).append(req.pip)
     if not plain and not no_deps:
         log(f"{spec.name}: requirements satisfied ({len(spec.requirements)} packages)")
         return
+    constraints = ["-c", str(lock.path)] if lock else []
     for group, flags in ((plain, []), (no_deps, ["--no-deps"])):
         if not group:
             continue
-        argv = [sys.executable, "-m", "pip", "install", *flags, *group]
-        log(f"{spec.name}: installing {' '.join(flags + group)}")
+        argv = [sys.executable, "-m", "pip", "install", *constraints, *flags, *group]
+        log(f"{spec.name}: installing {' '.join(flags + group)}" + (" (constrained by the lock)" if lock else ""))
         if subprocess.run(argv).returncode != 0:
-            raise UserError(f"{spec.name}: `pip install {' '.join(flags + group)}` failed; install them by hand, "
-                            f"then run `python setup.py --task {spec.name} --skip-requirements`")
+            raise UserError(f"{spec.name}: `pip install {' '.join(flags + group)}` failed" + (
+                            " (a requirement that conflicts with requirements/lock.txt cannot install beside the "
+                            "harness)" if lock else "") + "; install them by hand, then run "
+                            f"`python setup.py --task {spec.name} --skip-requirements`")
     importlib.invalidate_caches()
