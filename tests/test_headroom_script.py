@@ -41,3 +41,31 @@ def test_verdict_uses_the_median_over_seeds_and_the_baseline_room() -> None:
     assert "not measured" in rows["d"] and "aborted" in rows["d"]
     assert not ok
     assert headroom.report(["a"], trials)[1]
+
+
+def test_llm_headroom_scores_recorded_runs_on_the_current_scale(tmp_path: Path, capsys) -> None:
+    """benchmarks/llm_headroom.py re-scores a run against today's manifest (not the target the run recorded)
+    and fails when greedy at the default budget closes more than 0.7 of the gap."""
+    from benchmark.tasks.manifest import load_task
+    from scoring_runs import Step, write_run
+
+    llm_spec = importlib.util.spec_from_file_location(
+        "llm_headroom", Path(__file__).resolve().parents[1] / "benchmarks" / "llm_headroom.py")
+    llm_headroom = importlib.util.module_from_spec(llm_spec)
+    llm_spec.loader.exec_module(llm_headroom)
+    task = load_task(Path(__file__).resolve().parents[1] / "ml_tasks" / "semi_supervised")
+    floor, target = task.metric.floor, task.metric.target
+    base = floor + 0.2 * (target - floor)
+    steps = [Step("0000", "baseline", "ok", base), Step("0001", "improve", "ok", base + 0.1, ["0000"])]
+    for agent, share in (("greedy", 0.5), ("aide", 0.95)):
+        best = base + share * (target - base)
+        write_run(tmp_path, agent, "semi_supervised", 0, steps, direction="higher", floor=floor, target=99.0,
+                  baseline_test=base, best_test=best, budget_steps=task.budget.steps, version="0.9")
+    table = {r["agent"]: r for r in llm_headroom.rows([tmp_path])}
+    assert math.isclose(table["greedy"]["gap_closed"], 0.5) and math.isclose(table["aide"]["gap_closed"], 0.95)
+    assert table["greedy"]["ran_on"] == "0.9" and table["greedy"]["now"] == task.version
+    assert llm_headroom.main([str(tmp_path)]) == 0  # only greedy at the default budget is held to 0.7
+    write_run(tmp_path / "more", "greedy", "semi_supervised", 1, steps, direction="higher", floor=floor,
+              target=target, baseline_test=base, best_test=target, budget_steps=task.budget.steps)
+    assert llm_headroom.main([str(tmp_path)]) == 1
+    assert "(over 0.7)" in capsys.readouterr().out
