@@ -42,6 +42,7 @@ from agents import operators, prompts
 from agents.autoresearch import KEEP, AutoresearchConfig, Lane, idea_job, lane_action, lane_of, log_rows, replay
 from agents.text import Section, summarize
 from agents.tree import ROOT
+from benchmark.common.domains import domain
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
@@ -70,20 +71,21 @@ def lane_label(name: str) -> str:
 class AdaptiveSearchConfig(AutoresearchConfig):
     name: str = "adaptivesearch"
     # FML-bench's defaults (configs/agents/adaptivesearch.yaml), except the window's cap (see above)
-    p1_window: int = 50
-    p1_window_fraction: float = 0.25  # ours: W never exceeds this share of the budget
-    p1_epsilon: float = 0.0005
-    a_freq_window: int = 20
-    a_freq_max: int = 2
-    a_reach_norm_max: float = 0.30  # on our relative reach (FML-bench's is divided by a per-task constant)
-    b_freq_window: int = 5
-    b_freq_max: int = 2
-    b_effdim_min: float = 1.25
-    min_history: int = 5
-    branch_skip_max: int = 3
-    branch_cutoff_1: int = 15
-    branch_cutoff_2: int = 30
-    journal_size: int = 30
+    p1_window: int = domain(50, ge=1)
+    p1_window_fraction: float = domain(0.25, gt=0, le=1)  # ours: W never exceeds this share of the budget
+    p1_epsilon: float = domain(0.0005, ge=0)
+    a_freq_window: int = domain(20, ge=1)
+    a_freq_max: int = domain(2, ge=0)
+    # on our relative reach (FML-bench's is divided by a per-task constant)
+    a_reach_norm_max: float = domain(0.30, ge=0)
+    b_freq_window: int = domain(5, ge=1)
+    b_freq_max: int = domain(2, ge=0)
+    b_effdim_min: float = domain(1.25, ge=0)
+    min_history: int = domain(5, ge=0)
+    branch_skip_max: int = domain(3, ge=0)
+    branch_cutoff_1: int = domain(15, ge=0)
+    branch_cutoff_2: int = domain(30, ge=0)
+    journal_size: int = domain(30, ge=1)
 
 
 @functools.lru_cache(maxsize=4096)

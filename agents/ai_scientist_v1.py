@@ -33,6 +33,7 @@ from agents import operators, prompts
 from agents.prompts import PromptConfig
 from agents.text import Section, head_lines
 from agents.tree import ROOT
+from benchmark.common.domains import domain
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
@@ -61,14 +62,14 @@ class AIScientistV1Config(PromptConfig):
     name: str = "ai_scientist_v1"
     # FML-bench generates 25 ideas up front, of which ~10 fit in 50 experiments at 5 runs each; 10 is
     # that, and a further batch is generated if the budget outlasts them.
-    num_ideas: int = 10
-    num_reflections: int = 3  # FML-bench's (AI Scientist's own default is 5)
+    num_ideas: int = domain(10, ge=1)
+    num_reflections: int = domain(3, ge=0)  # FML-bench's (AI Scientist's own default is 5)
     novelty_check: bool = True  # AI Scientist checks novelty (FML-bench hard-blocks it); offline here
     rank_ideas: bool = True  # ours: best-rated ideas first (see above)
-    max_runs: int = 5  # AI Scientist's and FML-bench's
-    max_retries_per_run: int = 4  # AI Scientist's max_iters and FML-bench's
+    max_runs: int = domain(5, ge=1)  # AI Scientist's and FML-bench's
+    max_retries_per_run: int = domain(4, ge=1)  # AI Scientist's max_iters and FML-bench's
     use_early_completion: bool = True  # FML-bench's: ALL_COMPLETED ends an idea early
-    notes_chars: int = 4000
+    notes_chars: int = domain(4000, ge=0)
 
 
 def select_ideas(ideas: list[dict], cfg: AIScientistV1Config) -> list[dict]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from agents import operators, prompts
@@ -31,6 +31,7 @@ from agents.ai_scientist_v1 import known_ideas
 from agents.prompts import PromptConfig
 from agents.text import Section
 from agents.tree import ROOT, action_from_json, action_to_json, debug_depth, is_leaf
+from benchmark.common.domains import domain
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
@@ -58,13 +59,14 @@ DRAFT_FROM_BEST = ("Propose a new approach and implement it as an edit of the so
 class AIScientistV2Config(PromptConfig):
     name: str = "ai_scientist_v2"
     # FML-bench's defaults (configs/agents/ai_scientist_v2.yaml)
-    num_ideas: int = 3  # = stage 1's drafts, as in FML-bench (at most stage 1's budget are generated)
-    num_reflections: int = 3
+    num_ideas: int = domain(3, ge=1)  # = stage 1's drafts, as in FML-bench (at most stage 1's budget are generated)
+    num_reflections: int = domain(3, ge=0)
     novelty_check: bool = True  # v2's ideation checks novelty with a literature tool; offline here
-    debug_prob: float = 0.5
-    max_debug_depth: int = 3
-    num_parallel: int = 4  # the batch planned at once in stages 1 and 3
-    stage_budgets: list[float] = field(default_factory=lambda: [0.1, 0.2, 0.5, 0.2])
+    debug_prob: float = domain(0.5, ge=0, le=1)
+    max_debug_depth: int = domain(3, ge=0)
+    num_parallel: int = domain(4, ge=1)  # the batch planned at once in stages 1 and 3
+    # each stage's share of the budget, one per stage (STAGES)
+    stage_budgets: list[float] = domain(default_factory=lambda: [0.1, 0.2, 0.5, 0.2], ge=0, le=1, length=4)
     analyze: bool = True
 
 

@@ -28,6 +28,7 @@ from agents import operators
 from agents.budget_rules import exploration_width
 from agents.prompts import PromptConfig
 from agents.tree import ROOT, debug_depth, is_leaf
+from benchmark.common.domains import domain
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, StatelessPolicy
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
@@ -37,10 +38,11 @@ from benchmark.tasks.manifest import TaskSpec
 @dataclass
 class AideConfig(PromptConfig):
     name: str = "aide"
-    num_drafts: Optional[int] = None  # None: the run's budget // 4, in [1, max_drafts]; a number is used as given
-    max_drafts: int = 5  # AIDE's default num_drafts, reached from 20 experiments on
-    debug_prob: float = 0.5  # AIDE's default
-    max_debug_depth: int = 3  # AIDE's default; the check is <=, so a chain may reach depth 4 as in AIDE
+    # None: the run's budget // 4, in [1, max_drafts]; a number is used as given
+    num_drafts: Optional[int] = domain(None, ge=1)
+    max_drafts: int = domain(5, ge=1)  # AIDE's default num_drafts, reached from 20 experiments on
+    debug_prob: float = domain(0.5, ge=0, le=1)  # AIDE's default
+    max_debug_depth: int = domain(3, ge=0)  # AIDE's default; the check is <=, so a chain may reach depth 4 as in AIDE
     analyze: bool = True  # AIDE's review call after each executed node (costs no experiment)
 
 

@@ -27,6 +27,7 @@ from typing import Callable
 from agents import operators, prompts
 from agents.prompts import PromptConfig
 from agents.tree import ROOT, debug_depth, is_leaf
+from benchmark.common.domains import domain
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
@@ -47,7 +48,8 @@ JOB = (
 @dataclass
 class AutoresearchConfig(PromptConfig):
     name: str = "autoresearch"
-    max_debug_retries: int = 3  # FML-bench's value (its off-by-one runs 2 fixes; we run 3, see the docstring)
+    # FML-bench's value (its off-by-one runs 2 fixes; we run 3, see the docstring)
+    max_debug_retries: int = domain(3, ge=0)
 
 
 @dataclass

@@ -33,6 +33,7 @@ from agents import operators
 from agents.budget_rules import exploration_width
 from agents.prompts import PromptConfig
 from agents.tree import ROOT, action_from_json, action_to_json, debug_depth, retry_debug
+from benchmark.common.domains import domain
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
@@ -47,19 +48,20 @@ class EvolutionaryConfig(PromptConfig):
     # 4 individuals a generation (gen 0 = 4 drafts), a schedule that sharpens selection over ~10
     # generations, crossover from generation 2 and migration from generation 3, debug chains of 3.
     # Those are the sizes from 16 experiments on; below, 4 drafts would be half of an 8-step run.
-    num_islands: Optional[int] = None  # None: individuals // 2, in [1, max_islands]
-    max_islands: int = 2
-    max_island_size: int = 8
-    individuals_per_generation: Optional[int] = None  # None: the run's budget // 4, in [1, max_individuals]
-    max_individuals: int = 4
-    num_generations: Optional[int] = None  # temperature schedule length; None: budget // individuals
-    initial_temp: float = 1.0
-    final_temp: float = 0.3
-    crossover_prob: float = 0.5
-    num_generations_till_crossover: int = 2
-    migration_prob: float = 0.3
-    num_generations_till_migration: int = 3
-    max_debug_depth: int = 3
+    num_islands: Optional[int] = domain(None, ge=1)  # None: individuals // 2, in [1, max_islands]
+    max_islands: int = domain(2, ge=1)
+    max_island_size: int = domain(8, ge=1)
+    # None: the run's budget // 4, in [1, max_individuals]
+    individuals_per_generation: Optional[int] = domain(None, ge=1)
+    max_individuals: int = domain(4, ge=1)
+    num_generations: Optional[int] = domain(None, ge=1)  # temperature schedule length; None: budget // individuals
+    initial_temp: float = domain(1.0, ge=0)
+    final_temp: float = domain(0.3, ge=0)
+    crossover_prob: float = domain(0.5, ge=0, le=1)
+    num_generations_till_crossover: int = domain(2, ge=0)
+    migration_prob: float = domain(0.3, ge=0, le=1)
+    num_generations_till_migration: int = domain(3, ge=0)
+    max_debug_depth: int = domain(3, ge=0)
 
 
 def softmax_choice(rng: random.Random, scores: list[float], temp: float, k: int = 1) -> list[int]:

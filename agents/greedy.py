@@ -14,6 +14,7 @@ from typing import Callable
 from agents import operators
 from agents.prompts import PromptConfig
 from agents.tree import ROOT, debug_depth
+from benchmark.common.domains import domain
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, StatelessPolicy
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import NodeStore
@@ -23,8 +24,8 @@ from benchmark.tasks.manifest import TaskSpec
 @dataclass
 class GreedyConfig(PromptConfig):
     name: str = "greedy"
-    max_debug_depth: int = 3  # consecutive debug attempts on one failure chain
-    debug_prob: float = 1.0  # chance to debug a fresh failure instead of improving the best node
+    max_debug_depth: int = domain(3, ge=0)  # consecutive debug attempts on one failure chain
+    debug_prob: float = domain(1.0, ge=0, le=1)  # chance to debug a fresh failure instead of improving the best node
 
 
 class GreedyPolicy(StatelessPolicy):

@@ -30,6 +30,7 @@ from agents.budget_rules import exploration_width
 from agents.prompts import PromptConfig
 from agents.tree import (ROOT, action_from_json, action_to_json, debug_depth, path_to_root, pending_children,
                          retry_debug)
+from benchmark.common.domains import domain
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
@@ -46,10 +47,10 @@ class MctsConfig(PromptConfig):
     # the search exploitative, which suits few experiments; 3 debug steps match AIDE and FML-bench.
     # Below 12 experiments even 3 is too wide (3 drafts + 3 improvements of one = 6 of 8 spent before a
     # second level), so the width follows the budget unless set.
-    uct_c: float = 0.25
-    num_children: Optional[int] = None  # None: the run's budget // 4, in [1, max_children]
-    max_children: int = 3
-    max_debug_depth: int = 3
+    uct_c: float = domain(0.25, ge=0)
+    num_children: Optional[int] = domain(None, ge=1)  # None: the run's budget // 4, in [1, max_children]
+    max_children: int = domain(3, ge=1)
+    max_debug_depth: int = domain(3, ge=0)
 
 
 class MctsPolicy:

@@ -34,8 +34,9 @@ from agents import operators, prompts
 from agents.prompts import PromptConfig
 from agents.text import Section, assemble, diff_stats, head_lines, summarize
 from agents.tree import ROOT
+from benchmark.common.domains import domain
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.plugins.edits import format_instructions, unified_diff
+from benchmark.plugins.edits import FORMATS, format_instructions, unified_diff
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import Metric, TaskSpec
@@ -45,19 +46,19 @@ class OpenEvolveConfig(PromptConfig):
     name: str = "openevolve"
     # OpenEvolve's configs/default_config.yaml unless marked FML: FML-bench's port
     # (its OpenEvolve baseline's config) sized islands, grid, archive and migration for budgets of ~50 evaluations.
-    num_islands: int = 3  # FML (OpenEvolve 5)
-    feature_bins: int = 5  # FML (OpenEvolve 10: a 10x10 grid stays nearly empty at 50 programs)
-    archive_size: int = 30  # FML (OpenEvolve 100)
-    population_size: int = 1000
-    exploration_ratio: float = 0.2
-    exploitation_ratio: float = 0.7
-    migration_interval: int = 10  # island-generations; FML (OpenEvolve 50)
-    migration_rate: float = 0.1
-    num_top_programs: int = 3
-    num_diverse_programs: int = 2
-    num_inspirations: int = 3  # OpenEvolve's parallel path draws num_top_programs of them
-    diversity_reference_size: int = 20
-    edit_format: str = "search_replace"  # diff_based_evolution: true
+    num_islands: int = domain(3, ge=1)  # FML (OpenEvolve 5)
+    feature_bins: int = domain(5, ge=1)  # FML (OpenEvolve 10: a 10x10 grid stays nearly empty at 50 programs)
+    archive_size: int = domain(30, ge=1)  # FML (OpenEvolve 100)
+    population_size: int = domain(1000, ge=1)
+    exploration_ratio: float = domain(0.2, ge=0, le=1)
+    exploitation_ratio: float = domain(0.7, ge=0, le=1)
+    migration_interval: int = domain(10, ge=1)  # island-generations; FML (OpenEvolve 50)
+    migration_rate: float = domain(0.1, ge=0, le=1)
+    num_top_programs: int = domain(3, ge=0)
+    num_diverse_programs: int = domain(2, ge=0)
+    num_inspirations: int = domain(3, ge=0)  # OpenEvolve's parallel path draws num_top_programs of them
+    diversity_reference_size: int = domain(20, ge=1)
+    edit_format: str = domain("search_replace", one_of=FORMATS)  # diff_based_evolution: true
 
 
 def code_stats(files: dict[str, str]) -> tuple[int, int, frozenset[str]]:

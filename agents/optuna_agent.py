@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from benchmark.common.domains import domain
 from benchmark.common.errors import UserError
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
 from benchmark.plugins.manager import hookimpl
@@ -22,7 +23,7 @@ from benchmark.tasks.manifest import TaskSpec
 @dataclass
 class OptunaConfig:
     name: str = "optuna"
-    n_startup_trials: int = 4  # random trials before TPE models the space
+    n_startup_trials: int = domain(4, ge=0)  # random trials before TPE models the space
     multivariate: bool = True
 
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from agents.runtime_api import runtime_api
 from agents.text import Section, diff_stats, head_and_tail, head_lines, middle, outline_python, summarize, tail_lines
+from benchmark.common.domains import domain
+from benchmark.plugins.edits import FORMATS
 from benchmark.records.journal import OK, Node
 from benchmark.tasks.data_preview import preview
 
@@ -103,11 +105,11 @@ TEXT_SUFFIXES = (".py", ".md", ".json", ".yaml", ".yml", ".txt", ".toml", ".cfg"
 class PromptConfig:
     """Prompt settings shared by every LLM agent (its config class inherits them)."""
 
-    edit_format: str = "auto"  # "search_replace" | "whole_file" | "auto" (either, SEARCH/REPLACE preferred)
-    memory_size: int = 6  # recent attempts shown in detail
-    output_tail_chars: int = 3000  # per stream, of each solution being worked on
-    attempt_tail_chars: int = 800  # output tail of each failed or worse recent attempt
-    prompt_chars: int = 60000  # target prompt size; the least important sections shrink first
+    edit_format: str = domain("auto", one_of=FORMATS)  # auto: either format, SEARCH/REPLACE preferred
+    memory_size: int = domain(6, ge=0)  # recent attempts shown in detail
+    output_tail_chars: int = domain(3000, ge=0)  # per stream, of each solution being worked on
+    attempt_tail_chars: int = domain(800, ge=0)  # output tail of each failed or worse recent attempt
+    prompt_chars: int = domain(60000, ge=1)  # target prompt size; the least important sections shrink first
     data_preview: bool = True  # show shapes, dtypes and rows of the public data
 
 

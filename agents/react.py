@@ -28,6 +28,7 @@ from agents import prompts
 from agents.prompts import PromptConfig
 from agents.text import Section, assemble, head_lines, summarize, tail_lines
 from agents.tree import ROOT
+from benchmark.common.domains import domain
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
 from benchmark.plugins.edits import apply_edits, format_instructions
 from benchmark.plugins.manager import hookimpl
@@ -39,14 +40,16 @@ from benchmark.tasks.manifest import TaskSpec
 class ReactConfig(PromptConfig):
     name: str = "react"
     # FARBench's prompt limits: history <= 20 entries, last 3 in detail, tails 2000/1000/300
-    history_entries: int = 20
-    history_detail: int = 3
-    stdout_tail_chars: int = 2000
-    stderr_tail_chars: int = 1000
-    history_stdout_chars: int = 300
-    command_timeout_s: float = 600.0  # FARBench caps a command at the budget left; ours also at step_timeout_s
-    max_turns_per_experiment: int = 12  # ours: a node (checkpoint) ends after this many turns without submit
-    conversations: int = 1  # independent conversations in flight
+    history_entries: int = domain(20, ge=1)
+    history_detail: int = domain(3, ge=0)
+    stdout_tail_chars: int = domain(2000, ge=0)
+    stderr_tail_chars: int = domain(1000, ge=0)
+    history_stdout_chars: int = domain(300, ge=0)
+    # FARBench caps a command at the budget left; ours also at step_timeout_s
+    command_timeout_s: float = domain(600.0, gt=0)
+    # ours: a node (checkpoint) ends after this many turns without submit
+    max_turns_per_experiment: int = domain(12, ge=1)
+    conversations: int = domain(1, ge=1)  # independent conversations in flight
     supervisor: bool = False  # MLRB's supervisor-worker variant
 
 

@@ -9,6 +9,7 @@ a plugin declares the one it was written for as RESEARCHBENCH_AGENT_API in its e
 May import: every `benchmark` layer it re-exports (rank 4 in docs/architecture.md); nothing in the
 harness imports it.
 """
+from benchmark.common.domains import domain
 from benchmark.common.errors import UserError
 from benchmark.common.moved import deprecated_names
 from benchmark.common.version import package_version
@@ -25,7 +26,7 @@ __version__ = package_version()
 
 __all__ = ["AGENT_API_VERSION", "AGENT_FAILED", "API_ATTRIBUTE", "BUGGY", "EDIT_FAILED", "NO_OP", "OK", "Action", "Agent", "AgentSpec", "Analysis", "Analyzer", "Executor",
            "ExecutorSpec", "Job", "JobResult", "LLMCall", "Limits", "Node", "NodeStore", "OpContext", "Operator",
-           "Policy", "Proposal", "StatelessPolicy", "TaskSpec", "UserError", "__version__", "apply_edits",
+           "Policy", "Proposal", "StatelessPolicy", "TaskSpec", "UserError", "__version__", "apply_edits", "domain",
            "format_instructions", "hookimpl", "load_task"]
 
 # name -> (what it now is, what to use instead): answered with a DeprecationWarning for one release

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -555,10 +556,14 @@ def test_a_sleeping_job_is_caught_by_the_wall_backstop(tmp_path: Path, sandbox: 
     assert result.time_problem(2.0).startswith("over the wall-clock backstop of 4 s (its CPU-time limit is 2 s; it used ")
 
 
-@pytest.mark.parametrize("factor,seconds", [(0.5, 60.0), (4.0, -1.0)])
-def test_backstop_config_is_validated(factor: float, seconds: float) -> None:
-    with pytest.raises(UserError, match="wall_backstop_factor must be >= 1"):
-        LocalExecutor(LocalExecutorConfig(sandbox="none", wall_backstop_factor=factor, wall_backstop_s=seconds))
+@pytest.mark.parametrize("factor,seconds,refused", [
+    (0.5, 60.0, "executor.wall_backstop_factor=0.5 is out of range: a number >= 1"),
+    (4.0, -1.0, "executor.wall_backstop_s=-1 is out of range: a number >= 0"),
+])
+def test_backstop_config_is_validated(factor: float, seconds: float, refused: str) -> None:
+    cfg = LocalExecutorConfig(sandbox="none", wall_backstop_factor=factor, wall_backstop_s=seconds)
+    with pytest.raises(UserError, match=re.escape(refused)):
+        LocalExecutor(cfg)
 
 
 RLIMIT_REPORTER = "import resource; print(*resource.getrlimit(resource.RLIMIT_CPU))"

@@ -34,7 +34,7 @@ _SUBDIR = ("researchbench", "job-uids")
 _POLL_S = 0.2  # how often a job waiting for a free uid looks again
 _RELEASE_WAIT_S = 5.0  # how long a released uid's last processes may take to die
 JOB_USER = "researchbench-job"  # the user name a job sees in $USER/$LOGNAME (its uid is in no passwd file)
-_MAX_UID = 2**31 - 2  # larger uids trip software that stores them in a signed int; 2**32 - 1 means "none"
+MAX_UID = 2**31 - 2  # larger uids trip software that stores them in a signed int; 2**32 - 1 means "none"
 
 
 class UidLease:
@@ -68,10 +68,10 @@ class JobUids:
     """The range `first` .. `first + count - 1`, leased one uid per job across every harness of the host."""
 
     def __init__(self, first: int, count: int, lock_dir: Optional[Path] = None) -> None:
-        if not (first >= 1 and count >= 1 and first + count - 1 <= _MAX_UID):
+        if not (first >= 1 and count >= 1 and first + count - 1 <= MAX_UID):
             raise UserError(
                 f"executor.job_uid ({first}) and executor.job_uid_count ({count}) must give a range of "
-                f"unprivileged uids within 1..{_MAX_UID} (each live job runs as its own uid of it)"
+                f"unprivileged uids within 1..{MAX_UID} (each live job runs as its own uid of it)"
             )
         self.first, self.count = first, count
         self.lock_dir = lock_dir if lock_dir is not None else default_lock_dir()

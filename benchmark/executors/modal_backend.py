@@ -37,9 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from benchmark.common.domains import domain
 from benchmark.common.errors import UserError
 from benchmark.common.paths import task_runtime_dir
 from benchmark.executors.base import Job, JobResult, job_problem
+from benchmark.executors.job_uids import MAX_UID
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.executors.modal_image import (
     ImageSpec,
@@ -51,7 +53,7 @@ from benchmark.executors.modal_image import (
 from benchmark.executors.modal_scripts import DISK_USAGE, KILL_ALL, SETUP
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
-from benchmark.executors.sandbox import LAUNCHER, job_env
+from benchmark.executors.sandbox import LAUNCHER, SANDBOX_MODES, job_env
 
 log = logging.getLogger(__name__)
 
@@ -70,17 +72,18 @@ class ModalExecutorConfig:
     app_name: str = "researchbench"  # the Modal app the sandboxes belong to (created if missing)
     gpu: Optional[str] = None  # GPU type for jobs that want GPUs: "A100", "H100", "A100-80GB:2"... (else the
     # task's resources.gpu_type, else A100)
-    max_parallel: int = 4  # sandboxes alive at once (K in flight); raised to `parallel` by the engine
-    max_concurrent_starts: int = 4  # Sandbox.create calls in flight at once
+    max_parallel: int = domain(4, ge=1)  # sandboxes alive at once (K in flight); raised to `parallel` by the engine
+    max_concurrent_starts: int = domain(4, ge=1)  # Sandbox.create calls in flight at once
     python_version: Optional[str] = None  # the image's Python; default: the harness's major.minor
     extra_pip: list[str] = field(default_factory=list)  # added to every image (pinned like requirements)
-    lifetime_margin_s: float = 600.0  # sandbox lifetime = job timeout + this (upload, download)
+    lifetime_margin_s: float = domain(600.0, ge=0)  # sandbox lifetime = job timeout + this (upload, download)
     data_volume: str = "researchbench-data"  # Volume holding public data, one dir per content hash
-    disk_poll_s: float = 2.0  # how often a running job's disk use is measured
+    disk_poll_s: float = domain(2.0, gt=0)  # how often a running job's disk use is measured
     region: Optional[str] = None
     remote_python: str = "python"  # the image's interpreter; the harness's own path is mapped to it
-    job_uid: int = 65534  # agent code runs as this uid inside the sandbox, never as root
-    local_sandbox: str = "auto"  # the evaluator's local sandbox (as executor.sandbox of executor=local)
+    job_uid: int = domain(65534, ge=1, le=MAX_UID)  # agent code runs as this uid inside the sandbox, never as root
+    # the evaluator's local sandbox (as executor.sandbox of executor=local)
+    local_sandbox: str = domain("auto", one_of=SANDBOX_MODES)
 
 
 class JobNotStarted(Exception):

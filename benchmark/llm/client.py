@@ -27,10 +27,11 @@ import threading
 import time
 from typing import Any, Optional
 
+from benchmark.common.domains import out_of_range
 from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, ScriptExhausted, UserError
 from benchmark.llm.accounting import LLMCall, Usage
 from benchmark.llm.cache import ResponseCache, cache_key
-from benchmark.llm.config import CACHE_MODES, LLMConfig, as_config, script_path
+from benchmark.llm.config import LLMConfig, as_config, script_path
 
 MAX_BACKOFF_S = 60.0  # cap on one exponential backoff wait
 MAX_ERROR_CHARS = 2000  # provider error texts can be whole HTML pages
@@ -166,8 +167,9 @@ class LLMClient:
     def __init__(self, cfg: LLMConfig | Any, usage: Optional[Usage] = None) -> None:
         self.cfg = as_config(cfg)
         self.usage = usage if usage is not None else Usage()
-        if self.cfg.cache not in CACHE_MODES:
-            raise UserError(f"llm.cache={self.cfg.cache!r} is not one of {', '.join(CACHE_MODES)}")
+        problem = out_of_range(self.cfg, "llm.")  # the run checked them; a client built by hand is checked here
+        if problem:
+            raise UserError(problem)
         if self.cfg.cache != "off" and not self.cfg.cache_dir:
             raise UserError(f"llm.cache={self.cfg.cache} needs llm.cache_dir (a folder for recorded replies)")
         if self.cfg.mock_responses is not None and not self.cfg.mock_responses:

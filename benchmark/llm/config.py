@@ -7,9 +7,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from benchmark.common.domains import domain
 from benchmark.common.paths import REPO_ROOT
 
 CACHE_MODES = ("off", "record", "replay", "auto")
+TEMPERATURE = {"ge": 0.0, "le": 2.0}  # the widest range the hosted APIs accept (OpenAI's, Gemini's)
 
 
 @dataclass
@@ -20,8 +22,8 @@ class OperatorLLMConfig:
     model: Optional[str] = None
     api_base: Optional[str] = None
     api_key_env: Optional[str] = None
-    temperature: Optional[float] = None
-    max_tokens: Optional[int] = None
+    temperature: Optional[float] = domain(None, **TEMPERATURE)
+    max_tokens: Optional[int] = domain(None, ge=1)
     extra: Optional[dict] = None
 
 
@@ -44,14 +46,14 @@ class LLMConfig:
     model: str = "gpt-4o-mini"
     api_base: Optional[str] = None
     api_key_env: Optional[str] = None
-    temperature: float = 0.0
-    max_tokens: int = 16384
-    timeout_s: float = 120.0
-    max_retries: int = 3
-    retry_backoff_s: float = 1.0
-    usd_cap: Optional[float] = None
-    token_cap: Optional[int] = None
-    cache: str = "off"
+    temperature: float = domain(0.0, **TEMPERATURE)
+    max_tokens: int = domain(16384, ge=1)
+    timeout_s: float = domain(120.0, gt=0)
+    max_retries: int = domain(3, ge=0)
+    retry_backoff_s: float = domain(1.0, ge=0)
+    usd_cap: Optional[float] = domain(None, ge=0)
+    token_cap: Optional[int] = domain(None, ge=0)
+    cache: str = domain("off", one_of=CACHE_MODES)
     cache_dir: Optional[str] = None
     mock_responses: Optional[list[str]] = None
     script: Optional[str] = None

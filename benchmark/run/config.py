@@ -16,6 +16,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from benchmark.common.domains import domain
 from benchmark.llm.config import LLMConfig
 from benchmark.plugins.manager import Registry
 from benchmark.tasks.manifest import Budget
@@ -30,12 +31,12 @@ class TaskConfig:
 class BudgetConfig:
     """Overrides of the task manifest's budget for this run (None = the manifest's value)."""
 
-    steps: Optional[int] = None
-    compute_hours: Optional[float] = None
-    usd: Optional[float] = None
-    step_timeout_s: Optional[float] = None
-    test_timeout_s: Optional[float] = None
-    max_unexecuted_in_a_row: int = 10  # stop when this many steps in a row spend no experiment
+    steps: Optional[int] = domain(None, ge=1)
+    compute_hours: Optional[float] = domain(None, gt=0)
+    usd: Optional[float] = domain(None, ge=0)
+    step_timeout_s: Optional[float] = domain(None, gt=0)
+    test_timeout_s: Optional[float] = domain(None, ge=0)  # 0: twice step_timeout_s
+    max_unexecuted_in_a_row: int = domain(10, ge=1)  # stop when this many steps in a row spend no experiment
 
 
 class SweepView(Enum):
@@ -52,12 +53,12 @@ class RunConfig:
     task: TaskConfig = MISSING
     executor: Any = MISSING
     llm: LLMConfig = MISSING
-    seed: int = 0
+    seed: int = domain(0, ge=0, le=2**32 - 1)  # task drivers seed numpy with it
     results_dir: str = "results"
     run_id: Optional[str] = None  # default: seed<seed>-<hash of the config>, so the same command resumes
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     quiet: bool = False  # no per-step progress lines and no live view: the banner and the summary only
-    parallel: int = 1  # experiments in flight at once (K); each job gets the task's resources.cpus
+    parallel: int = domain(1, ge=1)  # experiments in flight at once (K); each job gets the task's resources.cpus
     sweep_view: SweepView = SweepView.auto  # how a sweep shows its runs; changes nothing a run does
 
 

@@ -36,7 +36,7 @@ from benchmark.run.display import Display, Stats, make_display
 from benchmark.run.experiment import check_isolation, data_path_in_jobs
 from benchmark.run.final_test import BASELINE_ID, final_test
 from benchmark.run.outage import GuardedExecutor, baseline_failure, llm_never_answered
-from benchmark.run.preflight import llm_problem
+from benchmark.run.preflight import check_values, llm_problem
 from benchmark.run.scheduler import Scheduler
 from benchmark.run.worker import StepRunner
 from benchmark.scoring.export import BEST_DIR, REPORT, export_after_run
@@ -51,8 +51,7 @@ class Run:
     def __init__(self, cfg: DictConfig, registry: Registry, echo: Callable[[str], None] | None = None,
                  display: Display | None = None):
         self.cfg, self.registry = cfg, registry
-        if cfg.parallel < 1:
-            raise UserError(f"parallel={cfg.parallel}: give the number of experiments to keep in flight (1 or more)")
+        check_values(cfg)  # the CLI checked them already; a run started from code is checked here
         self.parallel: int = cfg.parallel
         self.spec = load_task(registry.tasks[cfg.task.name])
         self.prepared: PreparedTask = open_prepared(self.spec)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue
 
+from benchmark.common.domains import out_of_range
 from benchmark.common.errors import UserError
 from benchmark.llm.credentials import missing_credentials
 from benchmark.plugins.agent_api import AgentSpec
@@ -29,15 +31,26 @@ def executor_problem(registry: Registry, cfg: DictConfig) -> str:
     return spec.preflight(OmegaConf.to_object(cfg.executor)) if spec.preflight is not None else ""
 
 
+def check_values(cfg: DictConfig) -> None:
+    """Every value of the run (top-level keys, budget, agent, executor, llm) within the domain its config
+    dataclass declares (benchmark/common/domains.py): checked first, so a bad value never reaches the task,
+    the executor or the LLM, where it would fail late or pass for an outage."""
+    try:
+        problem = out_of_range(OmegaConf.to_object(cfg))
+    except MissingMandatoryValue as exc:  # a plugin's config field without a default, left unset
+        raise UserError(f"{exc.full_key} has no value; give {exc.full_key}=<value>") from None
+    if problem:
+        raise UserError(problem)
+
+
 def preflight(cfg: DictConfig, registry: Registry, verified: set[str] | None = None) -> None:
-    """Every start-up check of a composed run config: the task, its prepared workspace, the LLM
-    credentials, the executor's own requirements. `verified` holds tasks whose workspace already
+    """Every start-up check of a composed run config: its values, the task, its prepared workspace, the
+    LLM credentials, the executor's own requirements. `verified` holds tasks whose workspace already
     verified (a sweep checksums each task's data once, not once per job)."""
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import open_prepared
 
-    if cfg.parallel < 1:
-        raise UserError(f"parallel={cfg.parallel}: give the number of experiments to keep in flight (1 or more)")
+    check_values(cfg)
     if verified is None or cfg.task.name not in verified:
         open_prepared(load_task(registry.tasks[cfg.task.name]))
         if verified is not None:
