@@ -37,7 +37,7 @@ from benchmark.tasks.manifest import TaskSpec, load_task
 EXTRAS = "test,metrics,tracking"  # test pulls modal and sweeps: every extra the project has
 RECORD_REL_TOL, RECORD_ABS_TOL = 1e-4, 1e-9  # what `setup.py --check` accepts as "reproduces"
 CHANGELOG = REPO_ROOT / "CHANGELOG.md"
-_BLOCK = re.compile(r"^baseline:[^\n]*\n(?:(?:[ \t]+[^\n]*|[ \t]*#[^\n]*|)\n)*", re.M)
+_BLOCK = re.compile(r"^baseline:[^\n]*\n(?:(?:[ \t]+[^\n]*|)\n)*", re.M)  # its indented and blank lines
 
 
 def builtin_specs() -> list[TaskSpec]:
