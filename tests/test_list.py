@@ -34,7 +34,9 @@ def test_list_describes_every_builtin_and_prepares_nothing(tmp_path: Path) -> No
     tasks = _lines_of(proc.stdout, "tasks")
     causality = tasks.index(next(line for line in tasks if line.split()[0] == "causality"))
     assert tasks[causality].endswith("Causality: individual treatment effects on IHDP [built-in]")
-    assert tasks[causality + 1].split() == "area causal-inference; metric pehe, lower is better; suites: lite".split()
+    assert tasks[causality + 1].split() == "area causal-inference; metric pehe, lower is better; suites: none".split()
+    effect = tasks.index(next(line for line in tasks if line.split()[0] == "causal_effect"))
+    assert tasks[effect + 1].split() == "area causal-inference; metric pehe, lower is better; suites: lite".split()
     toy = next(line for line in tasks if line.split()[0] == "toy")  # from the tests' $RESEARCHBENCH_TASKS_PATH
     assert toy.split(None, 1)[1].startswith("Predict y for each x. [$RESEARCHBENCH_TASKS_PATH (")
     llms = [line.split()[0] for line in _lines_of(proc.stdout, "llms")]

@@ -102,7 +102,7 @@ def test_a_finished_run_exports_its_best_solution_and_report(toy, tmp_path: Path
     assert summary["domain"] == "testing" and "best_possible" in summary["metric"]
     scored = run_cli(str(tmp_path / "results"), "--out", str(tmp_path / "report"), "--no-embeddings", "--no-plots",
                      "--suite", "lite", script="compute_agent_metrics.py")
-    assert scored.returncode == 2 and "no scorable runs matching task=['causality'," in scored.stderr
+    assert scored.returncode == 2 and "no scorable runs matching task=['causal_effect'," in scored.stderr
     scored = run_cli(str(tmp_path / "results"), "--out", str(tmp_path / "report"), "--no-embeddings", "--no-plots",
                      "--task", "toy", "--agent", "aide", script="compute_agent_metrics.py")
     assert scored.returncode == 0, scored.stderr

@@ -1,5 +1,5 @@
 """The causal_discovery task's own checks: the graphs are DAGs whose numbering hides the SEM, the reference's
-diagnosis, the floor is the empty graph, the evaluator's graph metrics and rules, and a search of the val
+diagnosis of each dataset's SEM, the floor is the empty graph, the evaluator's graph metrics and rules, and a search of the val
 sandbox for the true graphs. The checks every task gets: tests/test_tasks.py."""
 
 from __future__ import annotations
@@ -49,15 +49,17 @@ def test_dataset_numbers_do_not_reveal_the_sem_type(prepared):
     assert generation_order not in orders.values()
 
 
-def test_reference_diagnosis_separates_the_identifiable_datasets(prepared):
-    """The reference runs DirectLiNGAM exactly where the SEM is linear with non-Gaussian noise: its
-    residual-skewness statistic is above the threshold on those datasets and only on those."""
+def test_reference_diagnosis_names_every_datasets_sem(prepared):
+    """The reference scores each dataset as its SEM needs: residuals of a flexible fit skewed exactly where the
+    SEM is linear with non-Gaussian noise, flexible fits better by BIC exactly where it is nonlinear."""
     reference = task_module(TASK, "reference/model")
-    datasets = pd.read_csv(prepared.labels_dir / "val_datasets.csv")
-    for name, sem in zip(datasets["dataset"], datasets["sem"]):
-        x = pd.read_csv(prepared.public_dir / "val" / f"{name}.csv").to_numpy()
-        skewed = reference.residual_skewness(x) > reference.SKEW_THRESHOLD
-        assert skewed == (sem in ("linear-exp", "linear-gumbel")), (name, sem)
+    for phase, folder in (("val", prepared.public_dir / "val"), ("test", prepared.test_inputs_dir / "test")):
+        datasets = pd.read_csv(prepared.labels_dir / f"{phase}_datasets.csv")
+        for name, sem in zip(datasets["dataset"], datasets["sem"]):
+            kind = reference.diagnose(pd.read_csv(folder / f"{name}.csv").to_numpy())
+            expected = ("linear-nongaussian" if sem in ("linear-exp", "linear-gumbel")
+                        else "linear-gaussian" if sem == "linear-gauss" else "nonlinear")
+            assert kind == expected, (phase, name, sem)
 
 
 def test_floor_is_the_empty_graph_and_the_trivial_overlay_scores_it(prepared):
