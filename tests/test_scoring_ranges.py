@@ -72,7 +72,7 @@ def test_each_shipped_task_has_its_fml_row_or_a_reason() -> None:
         "causal_effect": "Causality_causalml", "causality": "Causality_causalml",
         "continual_learning": "Continual_Learning_continual_learning",
         "domain_generalization": "Generalization_domainbed", "fairness": None,  # 2.x: accuracy under a parity audit
-        "federated_learning": "Federated_Learning_PFLlib", "ood_detection": None,  # 2.x: FPR at 95% TPR
+        "federated_learning": "Federated_Learning_PFLlib", "ood_detection": None,  # since 2.0: FPR at 95% TPR
         "privacy": None, "representation_learning": "Representation_Learning_lightly",
         "semi_supervised": "Data_Efficiency_usb", "unlearning": None,
     }

@@ -101,7 +101,7 @@ UNMAPPED = {
                                      "better); privacy 2.x scores the attack itself, its TPR at 10% FPR (higher "
                                      "is better), a quantity neither row measures",
     ("ood-detection", "fpr_at_95_tpr"): "FML-bench's OOD row scores AUROC (higher is better, worst 0); "
-                                        "ood_detection 2.x scores FPR at 95% TPR, a quantity none of its rows "
+                                        "ood_detection (since 2.0) scores FPR at 95% TPR, a quantity none of its rows "
                                         "measures",
 }
 
