@@ -93,19 +93,19 @@ def default_out(results: Path) -> Path:
 def _print(results: dict) -> None:
     import pandas as pd
 
-    from benchmark.scoring.normalize import HEADLINE_WHY
+    from benchmark.scoring.normalize import HEADLINE_FORMAT, HEADLINE_WHY
 
     with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 80,
-                           "display.float_format", "{:.4f}".format):
+                           "display.float_format", HEADLINE_FORMAT.format):
         not_scored = results["not_scored"]
         if len(not_scored):
             _out(f"Not scored ({len(not_scored)} runs, left out of every table and aggregate)")
             _out(not_scored.to_string(index=False))
             _out()
-        _out(f"Raw scores ({len(results['runs'])} runs; test = hidden test set, mean over n trials)")
-        _out(results["raw"].to_string(index=False))
-        _out(f"\nClipped achievement per task ({HEADLINE_WHY})")
+        _out(f"Headline: clipped achievement per task ({HEADLINE_WHY})")
         _out(results["achievement"].to_string())
+        _out(f"\nRaw scores ({len(results['runs'])} runs; test = hidden test set, mean over n trials)")
+        _out(results["raw"].to_string(index=False))
         _out("\nGroups over seeds (n trials; mean, SEM, 95% bootstrap CI of the achievement)")
         cols = ["agent", "task", "version", "budget", "llm", "config", "n", "achievement", "achievement_sem",
                 "achievement_ci_low", "achievement_ci_high"]

@@ -71,7 +71,7 @@ def test_each_shipped_task_has_its_fml_row_or_a_reason() -> None:
         "adversarial_robustness": "Robustness_and_Reliability_art", "causal_discovery": "Causality_gcastle",
         "causal_effect": "Causality_causalml", "causality": "Causality_causalml",
         "continual_learning": "Continual_Learning_continual_learning",
-        "domain_generalization": "Generalization_domainbed", "fairness": None,  # 2.x: accuracy under a parity audit
+        "domain_generalization": "Generalization_domainbed", "fairness": None,  # 3.x: accuracy charged for its parity gap
         "federated_learning": "Federated_Learning_PFLlib", "ood_detection": None,  # since 2.0: FPR at 95% TPR
         "privacy": None, "representation_learning": "Representation_Learning_lightly",
         "semi_supervised": "Data_Efficiency_usb", "unlearning": None,

@@ -107,7 +107,7 @@ def test_a_finished_run_exports_its_best_solution_and_report(toy, tmp_path: Path
                      "--task", "toy", "--agent", "aide", script="compute_agent_metrics.py")
     assert scored.returncode == 0, scored.stderr
     assert len((tmp_path / "report" / "runs.csv").read_text().splitlines()) == 2  # header + one run
-    assert "Clipped achievement per task" in scored.stdout and "headline = FARBench" in scored.stdout
+    assert "Headline: clipped achievement per task" in scored.stdout and "headline = FARBench" in scored.stdout
 
 
 def _tree(root: Path) -> dict[str, tuple[bytes, int]]:

@@ -91,7 +91,7 @@ def test_hydra_flags_reach_hydra(toy) -> None:
 
 def _table(out: str) -> list[list[str]]:
     lines = out[out.index("\nsweep: "):].splitlines()[2:]
-    assert lines[0].split()[:3] == ["agent", "task", "seed"] and "normalized" in lines[0]
+    assert lines[0].split()[:3] == ["agent", "task", "seed"] and "achievement" in lines[0]
     return [line.split() for line in lines[2:] if line.strip()]
 
 

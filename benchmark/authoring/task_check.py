@@ -43,6 +43,7 @@ from benchmark.common.errors import UserError
 from benchmark.common.safefs import discard_tree
 from benchmark.executors.base import Executor
 from benchmark.run.experiment import Outcome, check_isolation, materialize, phase_job, run_phase
+from benchmark.scoring.normalize import headline_text
 from benchmark.tasks.lock import record_environment_note as environment_note
 from benchmark.tasks.manifest import TaskSpec, load_task
 from benchmark.tasks.workspace import CHECKSUM_FILE, PreparedTask, prepare
@@ -352,7 +353,9 @@ class _Checker:
     def _score(self, outcome: Outcome) -> str:
         assert self.spec is not None and outcome.primary is not None
         m = self.spec.metric
-        return f"{m.name} {outcome.primary:.6g} (normalized {m.normalized(outcome.primary):.2f}) in {outcome.seconds:.1f}s"
+        unclipped = m.normalized(outcome.primary)
+        return (f"{m.name} {outcome.primary:.6g} (achievement {headline_text(m, outcome.primary)}, unclipped "
+                f"{unclipped:.2f}) in {outcome.seconds:.1f}s")
 
 
 def _seed(spec: TaskSpec | None) -> int:

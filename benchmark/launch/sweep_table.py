@@ -3,7 +3,8 @@
 Run directories follow from each job's composed config (results_dir/agent/task/run_id), so the
 table is the same whichever launcher ran the jobs and however many of them were resumed or no-ops.
 Rows come from benchmark.scoring.runs.load_run, the one reader of run directories. An aborted run
-(an outage, not a result) shows no scores, only its cause.
+(an outage, not a result) shows no scores, only its cause. The `achievement` column is the project's
+headline, printed as the run's summary lines and the scorer print it (benchmark.scoring.normalize).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from omegaconf import DictConfig
 from benchmark.common.inert_text import inert
 from benchmark.run.config import default_run_id
 
-COLUMNS = ("agent", "task", "seed", "best val", "hidden test", "normalized", "cost", "where")
+COLUMNS = ("agent", "task", "seed", "best val", "hidden test", "achievement", "cost", "where")
 
 
 def run_dir(cfg: DictConfig) -> Path:
@@ -30,7 +31,7 @@ def run_dir(cfg: DictConfig) -> Path:
 
 def sweep_rows(configs: Sequence[DictConfig]) -> tuple[list[tuple[str, ...]], list[str]]:
     """One row per job, and each job's run status ("missing" when it left no summary)."""
-    from benchmark.scoring.normalize import unclipped
+    from benchmark.scoring.normalize import headline_text
     from benchmark.scoring.runs import load_run
 
     rows, statuses = [], []
@@ -51,7 +52,7 @@ def sweep_rows(configs: Sequence[DictConfig]) -> tuple[list[tuple[str, ...]], li
             continue
         test = run.score("best", "test")
         rows.append((run.agent, run.task, str(run.seed), _num(run.score("best", "val")), _num(test),
-                     _num(unclipped(run.metric, test)), f"${usd:.2f}",
+                     "-" if test is None else headline_text(run.metric, test), f"${usd:.2f}",
                      f"{where}" + ("" if status == "finished" else f" ({status})")))
     return rows, statuses
 

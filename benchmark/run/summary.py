@@ -21,6 +21,8 @@ from benchmark.common.inert_text import inert
 from benchmark.common.paths import REPO_ROOT
 from benchmark.llm.accounting import cost_text
 from benchmark.records.journal import now
+from benchmark.scoring.normalize import achievement, headline_text, unclipped
+from benchmark.scoring.runs import MetricInfo
 from benchmark.tasks.environment import requirement_versions
 from benchmark.tasks.lock import current_environment
 
@@ -98,6 +100,7 @@ def build(run: Run, status: str, abort_cause: str | None = None) -> dict[str, An
                    "best_possible": spec.metric.best_possible},
         "baseline": {"val": _val(baseline), "test": (final.get("baseline") or {}).get("primary")},
         "best": {"node": best.id if best else None, "val": _val(best), "test": best_test,
+                 "achievement_test": achievement(spec.metric, best_test) if best_test is not None else None,
                  "normalized_test": spec.metric.normalized(best_test) if best_test is not None else None,
                  "test_error": (final.get("best") or {}).get("error") or None},
         "steps": {"experiments": counters.experiments, "nodes": len(run.store), "by_status": counters.statuses},
@@ -161,6 +164,18 @@ def progress(run: Run, node: Node) -> str:
             f"  exp {run.counters.experiments}/{run.budget.steps}  {node.seconds:.1f}s{cpu}{cost}")
 
 
+def headline(summary: dict[str, Any]) -> str:
+    """The run's headline as the sweep table and the scorer print it: the clipped achievement of the best
+    node's hidden-test score, then the unclipped score only where the clip changed it; "" without a test."""
+    m, test = summary["metric"], summary["best"].get("test")
+    if test is None:
+        return ""
+    metric = MetricInfo(str(m["name"]), str(m["direction"]), float(m["floor"]), float(m["target"]))
+    raw = unclipped(metric, test)
+    text = f"achievement {headline_text(metric, test)}"
+    return text if raw == achievement(metric, test) else f"{text} (unclipped {raw:.3f})"
+
+
 def render(summary: dict[str, Any]) -> str:
     m, base, best = summary["metric"], summary["baseline"], summary["best"]
     arrow = "lower is better" if m["direction"] == "lower" else "higher is better"
@@ -172,7 +187,7 @@ def render(summary: dict[str, Any]) -> str:
         f"{m['name']} ({arrow}), sandbox {summary['sandbox']}",
         f"  {'baseline':<{width}}  val {_fmt(base['val'])}   hidden test {_fmt(base['test'])}",
         f"  {best_label:<{width}}  val {_fmt(best['val'])}   hidden test {_fmt(best['test'])}"
-        + (f"   normalized {best['normalized_test']:.3f}" if best.get("normalized_test") is not None else ""),
+        + (f"   {text}" if (text := headline(summary)) else ""),
         f"  steps: {plural(steps['experiments'], 'experiment')}, {plural(steps['nodes'], 'node')}; "
         f"time {summary['wall_seconds']:.0f}s; "
         f"LLM {cost_text(used['usd'], bool(used.get('offline_llm')), int(used.get('unknown_cost_calls') or 0))}",

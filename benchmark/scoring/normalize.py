@@ -10,7 +10,9 @@
 
 HEADLINE is the clipped achievement: its mean over tasks cannot be dominated by one task where a
 strong agent overshoots the target (an LLM reached 1.12 on causality) or one that collapses far
-below the floor, and it matches FARBench's task score, so numbers compare across the two.
+below the floor, and it matches FARBench's task score, so numbers compare across the two. Every place
+that shows a run's result prints it the same way (`headline_text`): the run's summary lines, the sweep
+table and the scorer's tables; the unclipped score is only ever shown beside it, labelled.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ HEADLINE = "achievement"
 HEADLINE_WHY = ("headline = FARBench's clipped achievement clip((s-floor)/(target-floor), 0, 1): bounded per task, "
                 "so one task where an agent overshoots the target (1.12 on causality) or collapses cannot dominate "
                 "the mean; the unclipped score and FML-bench's normalized improvement are reported beside it")
+HEADLINE_FORMAT = "{:.4f}"  # the run's summary lines, the sweep table and the scorer's tables print it so
 NAN = float("nan")
 
 
@@ -49,3 +52,8 @@ def achievement(metric: MetricInfo, score: float | None) -> float:
     """FARBench's clipped achievement in [0, 1]; an unscored run is 0 (as FARBench scores it)."""
     value = unclipped(metric, score)
     return 0.0 if math.isnan(value) else min(max(value, 0.0), 1.0)
+
+
+def headline_text(metric: MetricInfo, score: float | None) -> str:
+    """The headline of one hidden-test score as every report prints it (an unscored run: 0, as `achievement`)."""
+    return HEADLINE_FORMAT.format(achievement(metric, score))

@@ -94,8 +94,9 @@ UNMAPPED = {
                                         "the baseline; our unlearning_score (retain accuracy x (1 - attack gap), "
                                         "in [0, 1]) is no p-value, so neither that transform nor that range applies",
     ("fairness", "accuracy_at_parity"): "FML-bench's fairness rows score a parity difference (lower is better, "
-                                        "worst 1); fairness 2.x scores the accuracy of decisions that pass a "
-                                        "parity audit, a quantity none of its rows measures",
+                                        "worst 1); fairness 3.x scores the accuracy of decisions charged for "
+                                        "their parity gap past a tolerance (2.x: zeroed past a limit), a "
+                                        "quantity none of its rows measures",
     ("privacy", "tpr_at_10pct_fpr"): "FML-bench's privacy rows score a DP model's accuracy (opacus) or how "
                                      "close a defended model's attack AUROC is to 0.5 (privacymeter, lower is "
                                      "better); privacy 2.x scores the attack itself, its TPR at 10% FPR (higher "

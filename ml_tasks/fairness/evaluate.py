@@ -1,4 +1,4 @@
-"""Score binary predictions for the fairness task: accuracy of decisions that meet demographic parity.
+"""Score binary predictions for the fairness task: accuracy, charged for the parity gap of the decisions.
 
     python evaluate.py --phase val|test --predictions-dir <dir> --labels <labels dir> --metrics <out.json>
 
@@ -7,19 +7,27 @@ Runs in its own process on the harness side; agent code never imports it. The sc
 duplicated or unknown ids, values other than 0/1) print one line to stderr and exit 1 without writing
 metrics.
 
-The same rule on val and test, a quota audit of the decisions themselves: the positive rates of the
-two groups among the rows decided must differ by at most PARITY_TOLERANCE (a couple of people per
-group). Decisions that pass score their accuracy; decisions that do not score 0.0, the worst value.
-A classifier that is fair only in expectation (its rates match on training rows, or on average over
-its randomization) misses the audit on a given batch by its sampling noise, about 0.01-0.02 here.
-A constant predictor passes (both rates are equal) with the majority-label accuracy, the floor.
+The same rule on val and test, an audit of the decisions themselves. `dpd`, the demographic-parity
+difference of the rows decided, is charged past a tolerance, the largest gap that rounding one common
+positive rate to whole people can leave: `tolerance = 1/(2 n0) + 1/(2 n1)` (0.0016 on 774 and 499 rows),
+so equal quotas per group are never charged. Each point of gap beyond it costs three points of accuracy:
+
+    accuracy_at_parity = max(0, accuracy - 3 * max(0, dpd - tolerance))
+
+The score degrades smoothly (2.x scored 0 past a limit of 0.005): a decision set 0.001 past the tolerance
+loses 0.003. A classifier fair only in expectation (its rates match on training rows, or on average
+over its randomization) shows the sampling noise of the gap on a batch, a standard deviation of about
+0.02 on 1273 rows at the rates chosen here, and pays about 0.04 for it on average. A constant
+predictor's rates are equal: it scores its accuracy, the majority label's being the floor.
 
 Metrics:
-  accuracy_at_parity  primary, higher is better: accuracy if dpd <= PARITY_TOLERANCE, else 0.0
+  accuracy_at_parity  primary, higher is better: max(0, accuracy - 3 * max(0, dpd - tolerance))
   dpd                 |P(pred=1 | a=1) - P(pred=1 | a=0)| on the rows scored
+  tolerance           1/(2 n0) + 1/(2 n1) for the rows scored (n_g: rows of group g)
+  parity_penalty      3 * max(0, dpd - tolerance), the accuracy the gap cost
   eod                 equalized-odds difference: max over y of |P(pred=1 | a=1, y) - P(pred=1 | a=0, y)|
   accuracy            fraction of correct predictions
-  meets_parity        1.0 if dpd <= PARITY_TOLERANCE else 0.0
+  meets_parity        1.0 if dpd <= tolerance else 0.0
 """
 
 from __future__ import annotations
@@ -32,8 +40,7 @@ import pandas as pd
 
 from task_runtime import InvalidPredictions, evaluator_main, integer_column, match_ids, read_predictions
 
-PARITY_TOLERANCE = 0.005  # also stated in description.md and the manifest; change all three together
-WORST = 0.0
+PENALTY = 3.0  # accuracy lost per unit of parity gap beyond the tolerance; also in description.md and the manifest
 
 
 def load_predictions(path: Path) -> pd.DataFrame:
@@ -46,14 +53,21 @@ def load_predictions(path: Path) -> pd.DataFrame:
     return frame
 
 
+def tolerance(a: np.ndarray) -> float:
+    """The largest gap equal quotas can leave: each group's rate rounded to whole people, 1/(2 n0) + 1/(2 n1)."""
+    n0, n1 = int(np.sum(a == 0)), int(np.sum(a == 1))
+    return 0.5 / n0 + 0.5 / n1
+
+
 def score(merged: pd.DataFrame) -> dict[str, float]:
     y, a, p = (merged[c].to_numpy(dtype=int) for c in ("y", "a", "pred"))
     accuracy = float(np.mean(p == y))
-    dpd = abs(p[a == 1].mean() - p[a == 0].mean())
+    dpd = float(abs(p[a == 1].mean() - p[a == 0].mean()))
     eod = max(abs(p[(a == 1) & (y == v)].mean() - p[(a == 0) & (y == v)].mean()) for v in (0, 1))
-    meets = dpd <= PARITY_TOLERANCE
-    return {"accuracy_at_parity": accuracy if meets else WORST, "dpd": float(dpd), "eod": float(eod),
-            "accuracy": accuracy, "meets_parity": float(meets)}
+    tol = tolerance(a)
+    penalty = PENALTY * max(0.0, dpd - tol)
+    return {"accuracy_at_parity": max(0.0, accuracy - penalty), "dpd": dpd, "tolerance": tol,
+            "parity_penalty": penalty, "eod": float(eod), "accuracy": accuracy, "meets_parity": float(dpd <= tol)}
 
 
 def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, float]:
@@ -62,7 +76,7 @@ def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, f
 
 
 def main(argv: list[str] | None = None) -> int:
-    return evaluator_main(evaluate, "Score predictions (accuracy of decisions that meet demographic parity).", argv)
+    return evaluator_main(evaluate, "Score predictions (accuracy, charged for the parity gap beyond the tolerance).", argv)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""The fairness task's own checks: the splits, the parity audit (same rule on val and test), what trivial and
-label-blind predictors score, its evaluator's value rules, and a search of the val sandbox for the labels.
+"""The fairness task's own checks: the splits, the parity charge (same rule on val and test, smooth past the
+tolerance), what trivial and label-blind predictors score, its evaluator's value rules, and a search of the val
+sandbox for the labels.
 The checks every task gets (record, floor, hostile predictions, reference): tests/test_tasks.py."""
 
 from __future__ import annotations
@@ -46,25 +47,49 @@ def _quota(labels: pd.DataFrame, score: np.ndarray, rate: float) -> np.ndarray:
 
 
 @pytest.mark.parametrize("phase", ["val", "test"])
-def test_the_parity_audit_is_the_same_rule_on_val_and_test(prepared, tmp_path, phase):
-    """The perfect predictor is accurate but unequal (base rates differ): it scores 0. Equal quotas per
-    group pass and score their accuracy; moving one group past the tolerance scores 0 again."""
+def test_the_parity_charge_is_the_same_smooth_rule_on_val_and_test(prepared, tmp_path, phase):
+    """Equal quotas per group score their accuracy; past the tolerance each point of gap costs three points of
+    accuracy, so a decision set a person or two past it loses a little, not everything (2.x scored it 0); the
+    perfect predictor is accurate but unequal (base rates differ) and pays for its whole gap past the tolerance."""
     spec = prepared.spec
-    tolerance = task_module(TASK).PARITY_TOLERANCE
-    assert tolerance == 0.005 and "0.005" in (task_dir(TASK) / "description.md").read_text()
+    evaluator = task_module(TASK)
     labels = pd.read_csv(prepared.labels_dir / f"{phase}_labels.csv")
-    y = labels["y"].to_numpy()
-    metrics = evaluate_ok(spec, phase, _predictions(tmp_path, labels["id"], y), prepared.labels_dir, tmp_path)
-    assert metrics["accuracy"] == 1.0 and metrics["dpd"] > tolerance and metrics["accuracy_at_parity"] == 0.0
+    y, a = labels["y"].to_numpy(), labels["a"].to_numpy()
+    n0, n1 = int((a == 0).sum()), int((a == 1).sum())
+    tolerance = 1 / (2 * n0) + 1 / (2 * n1)  # the largest gap equal quotas can leave: rounding to whole people
+    assert (n0, n1) == (774, 499) and round(tolerance, 4) == 0.0016
+    assert "0.0016" in (task_dir(TASK) / "description.md").read_text()
+
+    def scored(pred: np.ndarray) -> dict[str, float]:
+        return evaluate_ok(spec, phase, _predictions(tmp_path, labels["id"], pred), prepared.labels_dir, tmp_path)
+
     fair = _quota(labels, y + 0.01 * np.arange(len(y)) / len(y), 0.3)  # the true positives first
-    metrics = evaluate_ok(spec, phase, _predictions(tmp_path, labels["id"], fair), prepared.labels_dir, tmp_path)
-    assert metrics["dpd"] <= tolerance and metrics["meets_parity"] == 1.0
+    metrics = scored(fair)
+    assert metrics["tolerance"] == pytest.approx(tolerance, rel=1e-12)
+    assert metrics["dpd"] <= tolerance and metrics["meets_parity"] == 1.0 and metrics["parity_penalty"] == 0.0
     assert metrics["accuracy_at_parity"] == metrics["accuracy"] > 0.8
-    older = np.flatnonzero((labels["a"].to_numpy() == 1) & (fair == 0))
-    unfair = fair.copy()
-    unfair[older[:int(0.01 * (labels["a"] == 1).sum()) + 1]] = 1  # the older group's rate up by 1 point
-    metrics = evaluate_ok(spec, phase, _predictions(tmp_path, labels["id"], unfair), prepared.labels_dir, tmp_path)
-    assert metrics["dpd"] > tolerance and metrics["meets_parity"] == 0.0 and metrics["accuracy_at_parity"] == 0.0
+    older = np.flatnonzero((a == 1) & (fair == 0))
+    past = int(np.ceil((tolerance - metrics["dpd"]) * n1)) + 1  # the older group's rate just past the tolerance
+    near_miss = fair.copy()
+    near_miss[older[:past]] = 1
+    metrics = scored(near_miss)
+    assert tolerance < metrics["dpd"] < tolerance + 2 / n1 and metrics["meets_parity"] == 0.0
+    assert metrics["parity_penalty"] == pytest.approx(3 * (metrics["dpd"] - tolerance), abs=1e-12)
+    assert metrics["accuracy_at_parity"] == pytest.approx(metrics["accuracy"] - metrics["parity_penalty"], abs=1e-12)
+    assert metrics["accuracy_at_parity"] > metrics["accuracy"] - 3 * 2 / n1 > 0.8
+    metrics = scored(y)
+    assert metrics["accuracy"] == 1.0 and metrics["dpd"] > 0.1
+    assert metrics["accuracy_at_parity"] == pytest.approx(1.0 - 3 * (metrics["dpd"] - tolerance), abs=1e-12)
+    assert metrics["accuracy_at_parity"] < spec.metric.best_possible  # the best decisions the rule allows score more
+    assert evaluator.PENALTY == 3.0
+
+
+def test_the_score_never_goes_below_zero(prepared, tmp_path):
+    """Every decision wrong, and the groups' rates apart by the base-rate gap: the charge stops at 0, the worst value."""
+    labels = pd.read_csv(prepared.labels_dir / "test_labels.csv")
+    metrics = evaluate_ok(prepared.spec, "test", _predictions(tmp_path, labels["id"], 1 - labels["y"].to_numpy()),
+                          prepared.labels_dir, tmp_path)
+    assert metrics["accuracy"] == 0.0 and metrics["parity_penalty"] > 0.1 and metrics["accuracy_at_parity"] == 0.0
 
 
 @pytest.mark.parametrize("kind", ["all-zero", "all-one", "random-half"])
@@ -81,12 +106,13 @@ def test_label_blind_predictors_cannot_beat_the_floor(prepared, tmp_path, kind):
 
 @pytest.mark.parametrize("phase", ["val", pytest.param("test", marks=pytest.mark.slow)])
 def test_trivial_overlays_score_as_documented(prepared, phase):
-    """Run for real: the majority-label overlay scores the floor on val; the fairness-unaware model misses
-    the parity audit and scores 0 (tests/test_tasks.py checks both stay at or below the floor)."""
+    """Run for real: the majority-label overlay scores the floor on val; the fairness-unaware model pays for its
+    parity gap (0.14-0.19) and lands well below the floor (tests/test_tasks.py checks both stay at or below it)."""
     spec = prepared.spec
     assert spec.checks.trivial == ("checks/constant", "checks/unaware")
     unaware = overlay_run(TASK, "checks/unaware", phase).outcome
-    assert unaware.ok and unaware.primary == 0.0, (unaware.bug_reason, unaware.primary)
+    assert unaware.ok and unaware.primary < spec.metric.floor - 0.05, (unaware.bug_reason, unaware.primary)
+    assert unaware.metrics["parity_penalty"] > 0.1 and unaware.metrics["accuracy"] > spec.metric.floor
     if phase == "val":
         constant = overlay_run(TASK, "checks/constant", phase).outcome
         assert constant.primary == pytest.approx(spec.metric.floor, rel=1e-9)
@@ -114,7 +140,7 @@ def test_test_rows_do_not_pass_for_val(prepared, ev, tmp_path, capsys):
 
 def test_val_phase_cannot_reach_the_labels(prepared, tmp_path):
     """A hostile model.py searches the sandbox for the label files and the evaluator in the val phase."""
-    probe = searcher(needles=["decisions that meet demographic parity", "PARITY_TOLERANCE ="],
+    probe = searcher(needles=["charged for the parity gap of the decisions", "PENALTY = 3.0"],
                      names=["val_labels.csv", "test_labels.csv", "test_inputs.csv"])
     model = probe + "\nimport numpy as np\ndef fit_predict(train, inputs, params):\n    return np.zeros(len(inputs))\n"
     run = run_sandboxed(prepared, {"model.py": model}, "val", tmp_path)

@@ -1,4 +1,4 @@
-"""Trivial predictor for `setup.py --check`: a fairness-unaware logistic regression (misses the parity audit: 0)."""
+"""Trivial predictor for `setup.py --check`: a fairness-unaware logistic regression (pays for its parity gap: ~0.53-0.60)."""
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
