@@ -76,7 +76,8 @@ def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, f
 
 
 def main(argv: list[str] | None = None) -> int:
-    return evaluator_main(evaluate, "Score predictions (accuracy, charged for the parity gap beyond the tolerance).", argv)
+    return evaluator_main(evaluate, "Score predictions (accuracy, charged for the parity gap past the tolerance).",
+                          argv)
 
 
 if __name__ == "__main__":
