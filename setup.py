@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                         "the baseline's sd (over seeds and half-samples of the units) and write them into the noise "
                         "block of its task.yaml")
     parser.add_argument("--seeds", type=int, nargs="+", help="with --measure-noise: the baseline seeds to run "
-                        "(default: the baseline record's)")
+                        "(default: the block's last seeds, else the baseline record's)")
     parser.add_argument("--draws", type=int, default=None, help="with --measure-noise: half-samples per phase "
                         "(default: the block's last count, else 100; every possible half when there are fewer)")
     parser.add_argument("--dry-run", action="store_true", help="with --measure-noise: print the block, do not write it")

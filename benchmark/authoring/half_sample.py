@@ -119,8 +119,8 @@ def units_of(files: UnitFiles, phase: str, labels_dir: Path) -> PhaseUnits:
     if len(set(keys)) != len(keys):
         raise UserError(f"noise.units.key {list(files.key)} names several rows of {first.name}: a unit must "
                         "be one row of the first label file")
-    strata = ["/".join(row) for row in frame[list(files.strata)].itertuples(index=False, name=None)] \
-        if files.strata else [""] * len(keys)
+    strata = [" ".join(f"{c}={v}" for c, v in zip(files.strata, row))  # self-describing: "kind=near"
+              for row in frame[list(files.strata)].itertuples(index=False, name=None)] if files.strata else [""] * len(keys)
     return PhaseUnits(keys, strata)
 
 

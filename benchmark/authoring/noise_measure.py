@@ -46,7 +46,10 @@ def _rounded(value: float | None) -> float | None:
 
 
 def default_seeds(spec: TaskSpec) -> tuple[int, ...]:
-    """The baseline record's seeds (the ones its scores were measured on), else 0, 1, 2."""
+    """The seeds of the last measurement (a re-measurement repeats it), else the baseline record's (the
+    ones its scores were measured on), else 0, 1, 2."""
+    if spec.noise is not None and spec.noise.measured is not None:
+        return spec.noise.measured.seeds
     return spec.baseline.seeds if spec.baseline is not None else (0, 1, 2)
 
 
@@ -54,8 +57,8 @@ def measure(task_dir: Path, seeds: Sequence[int] | None = None, draws: int | Non
             log: Log = lambda _: None) -> Measurement:
     """Run the baseline on every seed and half-sample the first seed's predictions; the filled-in block.
 
-    Seeds default to the baseline record's, draws to the block's previous count (a re-measurement
-    repeats the last one: an expensive evaluator's task keeps its smaller count), else DEFAULT_DRAWS."""
+    Seeds and draws default to the last measurement's (a re-measurement repeats it: an expensive
+    evaluator's task keeps its smaller count), else the baseline record's seeds and DEFAULT_DRAWS."""
     started = time.perf_counter()
     spec = load_task(task_dir)
     declared = spec.noise

@@ -111,7 +111,7 @@ def noise_fact(noise: Noise | None, metric: str) -> str:
     assert val is not None and test is not None
 
     def size(p: PhaseNoise) -> str:
-        parts = f" ({', '.join(f'{k} {v}' for k, v in p.parts.items())})" if 1 < len(p.parts) <= 4 else ""
+        parts = f" ({'; '.join(f'{k}: {v}' for k, v in p.parts.items())})" if 1 < len(p.parts) <= 4 else ""
         return f"{p.size} {noise.unit}{parts}"
 
     def spread(p: PhaseNoise) -> str:
