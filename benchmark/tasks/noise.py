@@ -98,8 +98,8 @@ def _seed_range(seeds: tuple[int, ...]) -> str:
 
 
 def sd_text(value: float) -> str:
-    """An sd to two significant digits, as prompts and notes show it."""
-    return f"{value:.2g}"
+    """An sd to two significant digits, as prompts and notes show it (no exponent: 120, not 1.2e+02)."""
+    return f"{value:.2g}" if abs(value) < 100 else f"{value:.0f}"
 
 
 def noise_fact(noise: Noise | None, metric: str) -> str:
