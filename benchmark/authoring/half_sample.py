@@ -25,6 +25,7 @@ import itertools
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -53,11 +54,16 @@ class PhaseUnits:
     strata: list[str]
 
     def parts(self) -> dict[str, int]:
-        """Units per stratum; {} without strata."""
+        """Units per stratum in natural order (rep=2 before rep=10; val and test alike); {} without strata."""
         counts: dict[str, int] = {}
         for stratum in self.strata:
             counts[stratum] = counts.get(stratum, 0) + 1
-        return {} if list(counts) == [""] else counts
+        return {} if list(counts) == [""] else {k: counts[k] for k in sorted(counts, key=_natural)}
+
+
+def _natural(name: str) -> list:
+    """A sort key that orders the numbers inside names by value."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
 @dataclass(frozen=True)
