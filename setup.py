@@ -7,7 +7,7 @@ Not a setuptools script (packaging lives in pyproject.toml with hatchling, which
     python setup.py --all | --suite lite
     python setup.py --check causality [...] | --check --all | --check --suite lite  [--reference] [--migrate]
     python setup.py --new my_task [--from tabular] [--dest DIR]
-    python setup.py --measure-noise causality [...] | --measure-noise --all  [--seeds 0 1 2] [--draws 100] [--dry-run]
+    python setup.py --measure-noise causality [...] | --measure-noise --all  [--seeds 0 1 2] [--draws 300] [--dry-run]
 
 Tasks come from the plugin registry, so tasks that third-party plugins register are set up the same
 way. Re-running is a no-op for verified workspaces; a corrupted or stale one is redone. Errors the
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", help="with --measure-noise: the baseline seeds to run "
                         "(default: the block's last seeds, else the baseline record's)")
     parser.add_argument("--draws", type=int, default=None, help="with --measure-noise: half-samples per phase "
-                        "(default: the block's last count, else 100; every possible half when there are fewer)")
+                        "(default: the block's last count, else 300; every possible half when there are fewer)")
     parser.add_argument("--dry-run", action="store_true", help="with --measure-noise: print the block, do not write it")
     parser.add_argument("--from", dest="template", default="tabular", help="template for --new (default: tabular)")
     parser.add_argument("--dest", metavar="DIR", help="with --new: create the task folder inside DIR")

@@ -27,7 +27,7 @@ from benchmark.tasks.manifest import TaskSpec, load_task
 from benchmark.tasks.noise import Measured, Noise, PhaseNoise
 from benchmark.tasks.workspace import PreparedTask, prepare
 
-DEFAULT_DRAWS = 100  # half-samples per phase: the sd's own relative error is about 1/sqrt(2 x draws), 7%
+DEFAULT_DRAWS = 300  # half-samples per phase: the sd's own relative error is about 1/sqrt(2 x draws), 4%
 FULL_SCORE_REL_TOL = 1e-6  # the in-process evaluator must give the sandboxed evaluator's score on the full set
 SD_DIGITS = 4  # significant digits written to the manifest (the estimate is good to a few per cent)
 
