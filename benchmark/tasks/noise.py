@@ -103,26 +103,28 @@ def sd_text(value: float) -> str:
 
 
 def noise_fact(noise: Noise | None, metric: str) -> str:
-    """The sentence agents read: sizes, the baseline's spread on each set, and what difference is noise;
-    "" when the task has no measurement."""
+    """The sentence agents read: both sets' sizes, the baseline's spread on validation, and what difference is
+    noise; "" when the task has no measurement. The test set's sd is left out: it is a statistic of the
+    baseline's hidden-test predictions (an accuracy's binomial sd gives the accuracy away), and an agent
+    never sees a test score to judge with it."""
     if noise is None or not noise.is_measured:
         return ""
     val, test = noise.val, noise.test
     assert val is not None and test is not None
 
     def size(p: PhaseNoise) -> str:
-        parts = f" ({'; '.join(f'{k}: {v}' for k, v in p.parts.items())})" if 1 < len(p.parts) <= 4 else ""
-        return f"{p.size} {noise.unit}{parts}"
+        # An .npz file's parts are the set's make-up (forget / heldout / retain); strata of label columns
+        # are counts of hidden labels, which agents are not told.
+        shown = not noise.units.strata and 1 < len(p.parts) <= 4
+        return f"{p.size} {noise.unit}" + (f" ({'; '.join(f'{k}: {v}' for k, v in p.parts.items())})" if shown else "")
 
-    def spread(p: PhaseNoise) -> str:
-        if p.sampling_sd is not None and p.seed_sd is not None:
-            return f"±{sd_text(p.sd)} (resampling ±{sd_text(p.sampling_sd)}, seed to seed ±{sd_text(p.seed_sd)})"
-        return f"±{sd_text(p.sd)}"
-
-    return (f"Noise: validation set {size(val)}, hidden test set {size(test)}. The baseline's {metric} varies by "
-            f"about {spread(val)} on validation and {spread(test)} on test (1 sd; {noise.method()}): validation "
-            f"scores less than about {sd_text(2 * val.sd)} apart (2 sd) are within noise, and the best of many "
-            f"validation scores tends to overstate its test score.")
+    kinds = [f"half-samples of the {noise.unit} ±{sd_text(val.sampling_sd)}"] if val.sampling_sd is not None else []
+    if val.seed_sd is not None and noise.measured is not None:
+        kinds.append(f"seeds {_seed_range(noise.measured.seeds)} ±{sd_text(val.seed_sd)}")
+    return (f"Noise: validation set {size(val)}, hidden test set {size(test)}. The baseline's validation {metric} "
+            f"varies by about ±{sd_text(val.sd)} (1 sd; {', '.join(kinds)}): validation scores less than about "
+            f"{sd_text(2 * val.sd)} apart (2 sd) are within noise, and the best of many validation scores tends to "
+            f"overstate its test score.")
 
 
 # -- reading the block ---------------------------------------------------------------------------------------
