@@ -109,12 +109,15 @@ def task_notes(df: pd.DataFrame) -> list[str]:
         row = measured.iloc[0]
         line = (f"noise on {task_id}: val {int(row['val_size'])} {row['noise_unit']}, test {int(row['test_size'])}; the "
                 f"baseline's sd ±{sd_text(row['val_sd'])} on val, ±{sd_text(row['test_sd'])} on test "
-                f"({row['noise_method'] or 'measured'}), so val scores within {sd_text(2 * row['val_sd'])} are ties")
+                f"({row['noise_method'] or 'measured'}), so val differences under {sd_text(2 * row['val_sd'])} "
+                "(2 sd) are within noise")
         drops = measured["best_drop"].dropna()
         if len(drops):
             base = measured["baseline_drop_sd"].dropna()
-            line += (f"; the selected (best-val) node scored {drops.mean():.4g} worse on test than on val, mean of "
-                     f"{len(drops)} run{'s' * (len(drops) != 1)} = {measured['best_drop_sd'].mean():.2g} combined sd"
+            mean = drops.mean()
+            line += (f"; the selected (best-val) node scored {abs(mean):.3g} {'worse' if mean >= 0 else 'better'} on "
+                     f"test than on val, mean of {len(drops)} run{'s' * (len(drops) != 1)}: a drop of "
+                     f"{measured['best_drop_sd'].mean():.2g} combined sd"
                      + (f" (the baseline's own drop: {base.mean():.2g} sd)" if len(base) else ""))
         notes.append(line)
     return notes
