@@ -8,6 +8,7 @@ Not a setuptools script (packaging lives in pyproject.toml with hatchling, which
     python setup.py --check causality [...] | --check --all | --check --suite lite  [--reference] [--migrate]
     python setup.py --new my_task [--from tabular] [--dest DIR]
     python setup.py --refresh-lock [--torch VERSION]   (re-resolve requirements/lock.txt, re-record every baseline)
+    python setup.py --measure-noise causality [...] | --measure-noise --all  [--seeds 0 1 2] [--draws 300] [--dry-run]
 
 Tasks come from the plugin registry, so tasks that third-party plugins register are set up the same
 way. Re-running is a no-op for verified workspaces; a corrupted or stale one is redone. Errors the
@@ -109,6 +110,26 @@ def _check(names: list[str], tasks: dict[str, Path], skip_requirements: bool, re
     return 0
 
 
+def _measure_noise(names: list[str], tasks: dict[str, Path], seeds: list[int] | None, draws: int | None,
+                   write: bool) -> None:
+    """Measure each task's val/test sizes and the baseline's spread; write them into its task.yaml's noise block."""
+    from benchmark.authoring.noise_block import block_text, write_block
+    from benchmark.authoring.noise_measure import measure
+    from benchmark.tasks.noise import sd_text
+
+    _require_known(names, tasks)
+    for name in dict.fromkeys(names):
+        result = measure(tasks[name], seeds, draws, log=lambda line: print(f"  {line}", flush=True))
+        noise = result.noise
+        assert noise.val is not None and noise.test is not None
+        print(f"{name}: val {noise.val.size} / test {noise.test.size} {noise.unit}, sd val {sd_text(noise.val.sd)} / "
+              f"test {sd_text(noise.test.sd)} ({noise.method()}; {result.seconds:.0f} s)")
+        print(block_text(noise), end="", flush=True)
+        if write:
+            how = write_block(tasks[name] / "task.yaml", noise, name)
+            print(f"{name}: {how} the noise block in {tasks[name] / 'task.yaml'}", flush=True)
+
+
 def _new(name: str, template: str, dest: str | None) -> None:
     from benchmark.authoring.task_template import create_task
 
@@ -136,6 +157,14 @@ def main(argv: list[str] | None = None) -> int:
                         "solution on the hidden test for every baseline seed (it must reach the target)")
     parser.add_argument("--migrate", action="store_true", help="with --check: first rewrite a schema-1 task.yaml "
                         "to the current schema (a minimal edit that keeps comments and order)")
+    parser.add_argument("--measure-noise", nargs="*", metavar="NAME", help="measure each task's val/test sizes and "
+                        "the baseline's sd (over seeds and half-samples of the units) and write them into the noise "
+                        "block of its task.yaml")
+    parser.add_argument("--seeds", type=int, nargs="+", help="with --measure-noise: the baseline seeds to run "
+                        "(default: the block's last seeds, else the baseline record's)")
+    parser.add_argument("--draws", type=int, default=None, help="with --measure-noise: half-samples per phase "
+                        "(default: the block's last count, else 300; every possible half when there are fewer)")
+    parser.add_argument("--dry-run", action="store_true", help="with --measure-noise: print the block, do not write it")
     parser.add_argument("--from", dest="template", default="tabular", help="template for --new (default: tabular)")
     parser.add_argument("--dest", metavar="DIR", help="with --new: create the task folder inside DIR")
     parser.add_argument("--force", action="store_true", help="redo the workspace even when it verifies")
@@ -152,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.torch:
             raise UserError("--torch goes with --refresh-lock (e.g. `python setup.py --refresh-lock --torch 2.13.0+cpu`)")
         if args.check is not None:
+            if args.measure_noise is not None:
+                raise UserError("--check and --measure-noise are separate commands; run one, then the other")
             if args.list or args.new or args.task:
                 raise UserError("--check takes task names itself (`--check causality`), or --all or --suite")
             if bool(args.check) + bool(args.all) + bool(args.suite) != 1:
@@ -159,6 +190,17 @@ def main(argv: list[str] | None = None) -> int:
             tasks = _known_tasks()
             names = args.check or (list(tasks) if args.all else _suite(args.suite))
             return _check(names, tasks, args.skip_requirements, args.reference, args.migrate)
+        if args.measure_noise is not None:
+            if args.list or args.new or args.task:
+                raise UserError("--measure-noise takes task names itself (`--measure-noise causality`), or --all or --suite")
+            if bool(args.measure_noise) + bool(args.all) + bool(args.suite) != 1:
+                raise UserError("--measure-noise needs task names, --all, or --suite <name>")
+            tasks = _known_tasks()
+            names = args.measure_noise or (list(tasks) if args.all else _suite(args.suite))
+            _measure_noise(names, tasks, args.seeds, args.draws, not args.dry_run)
+            return 0
+        if args.seeds or args.draws is not None or args.dry_run:
+            raise UserError("--seeds, --draws and --dry-run go with --measure-noise")
         if args.migrate:
             raise UserError("--migrate goes with --check (e.g. `python setup.py --check causality --migrate`)")
         if args.new:

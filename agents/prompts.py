@@ -20,6 +20,7 @@ from benchmark.common.domains import domain
 from benchmark.plugins.edits import FORMATS
 from benchmark.records.journal import OK, Node
 from benchmark.tasks.data_preview import preview
+from benchmark.tasks.noise import noise_fact
 
 if TYPE_CHECKING:
     from benchmark.plugins.agent_api import OpContext
@@ -236,8 +237,9 @@ def versions_line(ctx: OpContext) -> str:
 
 
 def setup_section(ctx: OpContext) -> Section:
-    """Numbers the LLM plans with: metric and scores, the run's budget, the step limit, the baseline's
-    measured time on the limit's clock, and the library versions. The task's own description states
+    """Numbers the LLM plans with: metric and scores, the val and test sizes and the baseline's noise on
+    them (so a val difference can be judged), the run's budget, the step limit, the baseline's measured
+    time on the limit's clock, and the library versions. The task's own description states
     its rules; this section is the one place for this run's limits."""
     task, budget = ctx.task, ctx.budget
     res, metric = task.resources, task.metric
@@ -257,6 +259,9 @@ def setup_section(ctx: OpContext) -> Section:
         f"- One experiment = one run of your code, killed at {limit}; {res.cpus} CPU{'s' if res.cpus != 1 else ''}, "
         f"{res.memory_gb:g} GB memory, {res.gpus or 'no'} GPU{'s' if res.gpus != 1 else ''}, no network.",
     ]
+    noise = noise_fact(task.noise, metric.name)
+    if noise:
+        lines.insert(1, f"- {noise}")
     if baseline is not None and baseline.executed:
         lines.append(f"- The baseline's run took {time_note(ctx, baseline)}. Keep each experiment well under half "
                      "the limit: the machine may be slower when it runs.")

@@ -40,7 +40,8 @@ def write_run(root: Path, agent: str, task: str, seed: int, steps: list[Step], *
               domain: str = "testing", config: dict[str, Any] | None = None, run_id: str | None = None,
               status: str = "finished", abort_cause: str | None = None, version: str = "1",
               finished_at: float = 1_700_000_000.0, metric: str = "score",
-              environment: dict[str, Any] | None = None) -> Path:
+              environment: dict[str, Any] | None = None,
+              noise: dict[str, Any] | None = None) -> Path:
     """A run directory as the engine leaves it; `status`/`abort_cause` as an interrupted or aborted run
     records them (an aborted run: status "aborted" and the cause in one line)."""
     run_dir = Path(root) / agent / task / (run_id or f"seed{seed}-{budget_steps}")
@@ -98,6 +99,8 @@ def write_run(root: Path, agent: str, task: str, seed: int, steps: list[Step], *
         summary["abort_cause"] = abort_cause
     if environment is not None:  # provenance.environment, as benchmark.tasks.lock records it
         summary["provenance"] = {"environment": environment}
+    if noise is not None:
+        summary["noise"] = noise  # as TaskSpec.noise.record() writes it
     write_json_atomic(run_dir / "summary.json", summary)
     (run_dir / "config.yaml").write_text(json.dumps(config or {"agent": {"name": agent}, "seed": seed}))
     return run_dir

@@ -1,7 +1,7 @@
 """What an LLM is told (issue 18): the run's budget in one line everywhere, the job's library versions,
 the baseline's and each experiment's time against the limit, the harness files in full on the first
 drafting prompt, analyses that keep their conclusion, a current "best so far", and the debug history
-the debug job names. Facts are asserted, not wording."""
+the debug job names, and the val and test sets' sizes and noise. Facts are asserted, not wording."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from benchmark.plugins.manager import get_registry
 from benchmark.records.journal import OK, Node
 from benchmark.tasks.environment import requirement_versions
 from benchmark.tasks.manifest import load_task
+from benchmark.tasks.noise import Measured, Noise, PhaseNoise, UnitFiles
 from trees import Tree
 
 CFG = PromptConfig(data_preview=False)
@@ -118,6 +119,24 @@ def test_prompts_show_the_baseline_time_the_limit_and_warn_past_half_of_it(tmp_p
     warned = [line for line in text.splitlines() if prompts.HALF_LIMIT_WARNING in line]
     assert warned and all(f"node {slow.id}" in line for line in warned)
     assert "45.0 s CPU / 50.0 s wall, 75% of the 60 s CPU limit" in warned[0]
+
+
+def test_every_operator_states_the_val_and_test_sizes_and_the_baselines_noise(tmp_path) -> None:
+    """Issue 25: an agent choosing between val scores is told how many units each set holds and how much the
+    baseline's metric moves by chance; a task without a measurement says nothing of it."""
+    ctx, tree = _ctx(tmp_path)
+    noise = Noise(unit="units", units=UnitFiles(labels=("{phase}_ite.csv",), key=("rep", "unit")),
+                  measured=Measured(version=ctx.task.version, seeds=(0, 1, 2), draws=100),
+                  val=PhaseNoise(size=1500, sampling_sd=0.0731, seed_sd=0.0),
+                  test=PhaseNoise(size=1490, sampling_sd=0.0659, seed_sd=0.0))
+    ctx = replace(ctx, task=replace(ctx.task, noise=noise))
+    for role, text in _edit_prompts(ctx, tree).items():
+        setup = text.split("# Setup and limits")[1].split("\n# ")[0]
+        for fact in ("1500 units", "1490 units", "pehe", "±0.073", "0.15", "half-samples", "seeds 0-2"):
+            assert fact in setup, (role, fact, setup)
+        assert "0.066" not in setup  # the test set's sd is a statistic of hidden-test predictions
+    ctx = replace(ctx, task=replace(ctx.task, noise=None))
+    assert "1500 units" not in _user(operators.build_messages(ctx, "draft", [tree.store.get("0000")], CFG))
 
 
 def test_driver_is_shown_in_full_on_the_first_drafting_prompt_even_after_the_baseline_review(tmp_path) -> None:

@@ -124,10 +124,12 @@ def check_isolation(prepared: PreparedTask, executor: Executor, run_dir: Path) -
 
 
 def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executor: Executor,
-              scratch: Path, timeout_s: float, seed: int = 0) -> Outcome:
+              scratch: Path, timeout_s: float, seed: int = 0, keep_outputs: Path | None = None) -> Outcome:
     """Run the val or test phase of `files` and score it; scratch is made fresh and removed after.
 
-    `seed` fills the phases' `{seed}`: the run's seed, so a run's training randomness follows it."""
+    `seed` fills the phases' `{seed}`: the run's seed, so a run's training randomness follows it.
+    `keep_outputs`: a new folder that receives a copy of what the evaluator was handed, for re-scoring it
+    (`setup.py --measure-noise` half-samples the baseline's predictions); runs leave it None."""
     discard_tree(scratch)
     output_dir, handed, eval_dir = scratch / "output", scratch / "handed", scratch / "eval"
     for path in (output_dir, handed, eval_dir):
@@ -156,6 +158,8 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
         if not outcome.bug_reason:
             outcome.bug_reason = _collect(prepared, output_dir, handed)
             lap("collect")
+        if not outcome.bug_reason and keep_outputs is not None:
+            shutil.copytree(handed, keep_outputs)
         if not outcome.bug_reason:
             _evaluate(prepared, phase, executor, scratch, handed, eval_dir, outcome)
             lap("evaluate")

@@ -98,6 +98,7 @@ def build(run: Run, status: str, abort_cause: str | None = None) -> dict[str, An
         "metric": {"name": spec.metric.name, "direction": spec.metric.direction,
                    "floor": spec.metric.floor, "target": spec.metric.target,
                    "best_possible": spec.metric.best_possible},
+        "noise": spec.noise.record() if spec.noise is not None else None,  # what agents were told (scorer notes)
         "baseline": {"val": _val(baseline), "test": (final.get("baseline") or {}).get("primary")},
         "best": {"node": best.id if best else None, "val": _val(best), "test": best_test,
                  "achievement_test": achievement(spec.metric, best_test) if best_test is not None else None,

@@ -15,7 +15,7 @@ import pandas as pd
 
 from benchmark.common.errors import UserError
 from benchmark.common.inert_text import csv_safe, inert
-from benchmark.scoring import comparisons, keys, tables
+from benchmark.scoring import comparisons, keys, noise_gap, tables
 from benchmark.scoring.normalize import HEADLINE_WHY
 from benchmark.scoring.runs import RunRecord
 from benchmark.scoring.selection import NOT_SCORED_COLUMNS, Filters, Selection, select_runs
@@ -116,7 +116,9 @@ def sections(options: Options) -> list[tuple[str, str, str]]:
         ("domains", "FARBench domain-balanced score", "100 x mean over domains of the mean achievement of the domain's "
          + ("tasks; a missing task counts 0 (--farbench-missing-zero)" if options.farbench_missing_zero else
             "tasks; a domain missing a task is 'incomplete' (--farbench-missing-zero counts it 0, as FARBench)")),
-        ("raw", "Raw scores", "baseline and best, validation and hidden test, mean over n trials"),
+        ("raw", "Raw scores", "baseline and best, validation and hidden test, mean over n trials; best_drop: how much "
+                              "worse the best-val node scored on test than on val, best_drop_sd: the same in the "
+                              "task's combined noise sd (see the notes)"),
         ("operators", "Operators", "per operator: outcomes and rates"),
         ("debug_and_cost", "Debug chains and cost per improvement", ""),
         ("runs", "Per run", "every metric of every run (see docs/metrics.md)"),
@@ -138,6 +140,7 @@ def score(options: Options, say: Callable[[str], None]) -> dict[str, pd.DataFram
             notes.append(f"fml_ni of {task} is empty under --ranges {options.ranges}: {why[6:]}")
     if rank := comparisons.rank_note(df):
         notes.append(rank)
+    notes += noise_gap.task_notes(df) if len(df) else []
     results: dict[str, pd.DataFrame] = {
         "notes": pd.DataFrame({"note": notes}),
         "not_scored": pd.DataFrame(chosen.not_scored, columns=list(NOT_SCORED_COLUMNS)),

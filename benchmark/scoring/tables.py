@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from benchmark.common.errors import UserError
-from benchmark.scoring import farbench, operators, ranges
+from benchmark.scoring import farbench, noise_gap, operators, ranges
 from benchmark.scoring.keys import GROUP_KEYS, NEVER_POOLED
 from benchmark.scoring.normalize import HEADLINE, achievement, fml_ni, unclipped
 from benchmark.scoring.process import process_metrics
@@ -48,6 +48,7 @@ def run_row(run: RunRecord, embedded: dict[str, Any] | None, range_mode: str = "
         "baseline_achievement": achievement(m, base_test),
         "experiments": len(run.experiments), "nodes": len(run.nodes),
     }
+    row.update(noise_gap.gap_columns(run))
     row.update(process_metrics(run, embedded, rng))
     row.update(farbench.diagnostics(run))
     row.update(operators.cost_per_improvement(run))
@@ -117,10 +118,11 @@ def groups_table(df: pd.DataFrame, by: list[str] | tuple[str, ...] = GROUP_KEYS)
 
 
 def raw_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per task (version) and agent variant: baseline and best, val and hidden test, mean over n trials."""
+    """Per task (version) and agent variant: baseline and best, val and hidden test, mean over n trials; the
+    best node's val->test drop, raw and in the task's combined noise sd (noise_gap)."""
     df = with_variant(df)
     grouped = df.groupby(["task_id", "metric", "direction", "variant"], sort=True)
-    table = grouped[["baseline_val", "best_val", "baseline_test", "best_test"]].mean()
+    table = grouped[["baseline_val", "best_val", "baseline_test", "best_test", "best_drop", "best_drop_sd"]].mean()
     table["best_test_sem"] = grouped["best_test"].agg(lambda s: mean_sem(s.tolist())[1])
     table["n"] = grouped.size()
     return table.reset_index()

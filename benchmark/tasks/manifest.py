@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from benchmark.common.errors import UserError
+from benchmark.tasks.noise import Noise, parse_noise
 from benchmark.tasks.schema import SCHEMA_VERSION, notice, upgrade
 
 # Placeholders each kind of command may use. Agent-run phases never see {labels} or {metrics};
@@ -188,6 +189,7 @@ class TaskSpec:
     evaluation: Evaluation = Evaluation()
     knobs: Knobs | None = None
     baseline: BaselineRecord | None = None
+    noise: Noise | None = None  # val/test sizes and the baseline's spread (benchmark/tasks/noise.py)
     checks: Checks = Checks()
     repo: Repo | None = None
     downloads: tuple[Download, ...] = ()
@@ -362,6 +364,7 @@ def load_task(task_dir: Path) -> TaskSpec:
                 versions={reader.typed(k, "baseline.environment.versions", str):
                           reader.typed(v, f"baseline.environment.versions.{k}", str) for k, v in versions.items()})
         baseline = BaselineRecord(seeds=seeds, environment=environment, **scores)
+    noise = parse_noise(raw["noise"], reader.fail) if raw.get("noise") is not None else None
     craw = reader.mapping(raw.get("checks", {}), "checks", Checks)
     trivial = tuple(reader.typed(v, "checks.trivial[]", str) for v in reader.typed(craw.get("trivial", []), "checks.trivial", list))
     for folder in trivial:
@@ -430,7 +433,7 @@ def load_task(task_dir: Path) -> TaskSpec:
         evaluator=reader.argv(raw["evaluator"], "evaluator", "evaluator"), outputs=tuple(outputs),
         prepare=reader.argv(raw["prepare"], "prepare", "prepare"),
         data=data, requirements=tuple(requirements), resources=resources, evaluation=evaluation, knobs=knobs,
-        baseline=baseline, checks=Checks(trivial=trivial, reference=reference, reference_score=reference_score), repo=repo, downloads=tuple(downloads),
+        baseline=baseline, noise=noise, checks=Checks(trivial=trivial, reference=reference, reference_score=reference_score), repo=repo, downloads=tuple(downloads),
         task_dir=Path(task_dir).resolve(),
     )
     if knobs is not None and not spec.is_editable(knobs.file):
