@@ -204,6 +204,14 @@ def test_reference_check_runs_only_when_asked_and_needs_the_target_on_every_seed
     report = check_task(task, root=tmp_path / "ws", skip=skip, reference=True)
     row = next(r for r in report.rows if r.name == "reference")
     assert row.status == FAIL and "misses the target" in row.detail and "seed 0" in row.detail, row.detail
+    # Where the target is an oracle agent code cannot run, the reference must reach checks.reference_score:
+    # the baseline's line through the origin as the reference (test mse 0.253) misses 0.1 and reaches 0.5.
+    shutil.copy(task / "baseline" / "model.py", task / "reference" / "model.py")
+    for goal, status in ((0.1, FAIL), (0.5, PASS)):
+        edit_manifest(task, checks__reference_score=goal)
+        row = next(r for r in check_task(task, root=tmp_path / "ws", skip=skip, reference=True).rows
+                   if r.name == "reference")
+        assert row.status == status and f"reference score {goal:g}" in row.detail, row.detail
     # A manifest that names no reference fails the row, saying what to add.
     edit_manifest(task, checks={"trivial": ["checks/mean"]})
     report = check_task(task, root=tmp_path / "ws", skip=skip, reference=True)

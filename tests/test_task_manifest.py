@@ -267,10 +267,23 @@ def test_optional_record_fields_load_and_are_checked(tmp_path):
     spec = load_task(task)
     assert spec.metric.best_possible == raw["metric"]["target"]
     assert spec.baseline.seeds == (0, 1) and spec.baseline.test == (1.5, 2.5)
-    assert spec.checks.trivial == ("trivial/constant",)
+    assert spec.checks.trivial == ("trivial/constant",) and spec.checks.reference_score is None
+    # A target that is an oracle agent code cannot run: the reference must reach checks.reference_score,
+    # which lies between the floor and the target.
+    (task / "reference").mkdir()
+    floor, target = raw["metric"]["floor"], raw["metric"]["target"]
+    middle = (floor + target) / 2
+    with_reference = dict(raw, checks={"trivial": ["trivial/constant"], "reference": "reference"})
+    (task / "task.yaml").write_text(yaml.safe_dump(dict(with_reference, checks={**with_reference["checks"],
+                                                                               "reference_score": middle})))
+    assert load_task(task).checks.reference_score == middle
 
     for bad, needle in ((dict(raw, baseline={"seeds": [0, 1], "val": [1.0], "test": [1.0, 2.0]}), "baseline"),
                         (dict(raw, checks={"trivial": ["missing"]}), "checks.trivial"),
+                        (dict(raw, checks={"reference_score": middle}), "checks.reference_score"),
+                        (dict(raw, checks={"reference": "reference", "reference_score": floor}), "checks.reference_score"),
+                        (dict(raw, checks={"reference": "reference", "reference_score": 2 * target - floor}),
+                         "checks.reference_score"),
                         (dict(raw, metric=dict(raw["metric"], best_possible=raw["metric"]["floor"])),
                          "metric.best_possible")):
         (task / "task.yaml").write_text(yaml.safe_dump(bad))

@@ -107,6 +107,10 @@ class Checks:
     # seed: proof that the target is attainable and that the evaluator can score it. Hidden from agents
     # like the rest of the task folder; `setup.py --check --reference` re-runs it.
     reference: str | None = None
+    # The hidden-test score the reference must reach instead of the target, for a task whose target is an
+    # oracle agent code cannot run (a classifier trained on labels agents never see, a model retrained on
+    # data they never get): the script that measures that oracle is named in `metric.rationale`.
+    reference_score: float | None = None
 
 
 @dataclass(frozen=True)
@@ -350,6 +354,14 @@ def load_task(task_dir: Path) -> TaskSpec:
         reference = reader.typed(reference, "checks.reference", str)
         if not (Path(task_dir) / reference).is_dir():
             raise reader.fail("checks.reference", f"points at {reference}, which is not a folder")
+    reference_score = craw.get("reference_score")
+    if reference_score is not None:
+        reference_score = reader.typed(reference_score, "checks.reference_score", float)
+        if reference is None:
+            raise reader.fail("checks.reference_score", "needs checks.reference (the solution that must reach it)")
+        if not metric.better(reference_score, metric.floor) or metric.better(reference_score, metric.target):
+            raise reader.fail("checks.reference_score", "must lie between the floor (exclusive) and the target "
+                              "(inclusive): the target is the scale's 1.0, the limit")
 
     repo = None
     if raw.get("repo") is not None:
@@ -400,7 +412,7 @@ def load_task(task_dir: Path) -> TaskSpec:
         evaluator=reader.argv(raw["evaluator"], "evaluator", "evaluator"), outputs=tuple(outputs),
         prepare=reader.argv(raw["prepare"], "prepare", "prepare"),
         data=data, requirements=tuple(requirements), resources=resources, evaluation=evaluation, knobs=knobs,
-        baseline=baseline, checks=Checks(trivial=trivial, reference=reference), repo=repo, downloads=tuple(downloads),
+        baseline=baseline, checks=Checks(trivial=trivial, reference=reference, reference_score=reference_score), repo=repo, downloads=tuple(downloads),
         task_dir=Path(task_dir).resolve(),
     )
     if knobs is not None and not spec.is_editable(knobs.file):
