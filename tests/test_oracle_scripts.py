@@ -13,7 +13,8 @@ from benchmark.tasks.manifest import load_task
 from conftest import run_cli
 
 # task -> CPU minutes the script takes on one core (measured), for the timeout
-ORACLES = {"continual_learning": 1, "federated_learning": 1, "domain_generalization": 1}
+ORACLES = {"continual_learning": 1, "federated_learning": 1, "domain_generalization": 1,
+           "representation_learning": 3}
 LINE = re.compile(r"^oracle \(best on val\): .*, test (\S+) \(the manifest's metric\.target: (\S+)\)$", re.M)
 
 
