@@ -56,8 +56,9 @@ def test_following_or_inverting_the_spurious_feature_does_not_beat_the_floor(pre
         assert not spec.metric.better(metrics["worst_env_accuracy"], spec.metric.floor)
 
 
-def test_a_colour_blind_model_clears_the_target(prepared: ws.PreparedTask, spec: TaskSpec, ev, channels) -> None:
-    """The task is solvable: logistic regression on the grey image alone (the invariant feature)."""
+def test_a_colour_blind_model_learns_the_shape(prepared: ws.PreparedTask, spec: TaskSpec, ev, channels) -> None:
+    """The task is solvable from the noisy labels: logistic regression on the grey image alone (the invariant
+    feature) clears 0.75, version 1's target (group balancing), about half of the scale up to the oracle's 1.0."""
     from sklearn.linear_model import LogisticRegression
 
     train = pd.read_csv(prepared.public_dir / "train.csv")
@@ -65,7 +66,7 @@ def test_a_colour_blind_model_clears_the_target(prepared: ws.PreparedTask, spec:
     clf = LogisticRegression(C=0.1, max_iter=3000).fit(channels(train)[1] / 16, train["label"])
     pred = clf.predict(channels(test)[1] / 16)
     metrics = ev.evaluate_frame(pd.DataFrame({"id": test["id"], "label": pred}), prepared.labels_dir, "test")
-    assert spec.metric.better(metrics["worst_env_accuracy"], spec.metric.target)
+    assert metrics["worst_env_accuracy"] > 0.75 and spec.metric.normalized(metrics["worst_env_accuracy"]) > 0.5
 
 
 def test_the_baseline_leans_on_the_spurious_feature() -> None:
