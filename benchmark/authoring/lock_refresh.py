@@ -33,15 +33,12 @@ from benchmark.common.errors import UserError
 from benchmark.common.paths import REPO_ROOT
 from benchmark.tasks.lock import LOCK_PATH, Lock, canonical, parse_lock, read_lock, this_platform
 from benchmark.tasks.manifest import TaskSpec, load_task
+from benchmark.tasks.requirements_check import builtin_specs, union
 
 EXTRAS = "test,metrics,tracking"  # test pulls modal and sweeps: every extra the project has
 RECORD_REL_TOL, RECORD_ABS_TOL = 1e-4, 1e-9  # what `setup.py --check` accepts as "reproduces"
 CHANGELOG = REPO_ROOT / "CHANGELOG.md"
 _BLOCK = re.compile(r"^baseline:[^\n]*\n(?:(?:[ \t]+[^\n]*|)\n)*", re.M)  # its indented and blank lines
-
-
-def builtin_specs() -> list[TaskSpec]:
-    return [load_task(p.parent) for p in sorted((REPO_ROOT / "ml_tasks").glob("*/task.yaml"))]
 
 
 def lock_text(freeze: str, python: str, platform: str) -> str:
@@ -63,8 +60,6 @@ def lock_text(freeze: str, python: str, platform: str) -> str:
 
 def resolve(venv_dir: Path, torch: str, log=print) -> str:
     """Install everything unpinned (torch excepted) into a fresh venv; its freeze is the new lock's text."""
-    from benchmark.tasks.requirements_check import union
-
     venv.EnvBuilder(with_pip=True, clear=True).create(venv_dir)
     python = str(venv_dir / "bin" / "python")
     plain, no_deps = union(builtin_specs())
