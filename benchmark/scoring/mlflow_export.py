@@ -95,12 +95,18 @@ def payload(run: RunRecord, row: dict[str, Any]) -> Payload:
     return Payload(params, metrics, {"val": val, "best_val_so_far": best}, html, fingerprint)
 
 
-def export(runs: list[RunRecord], table: pd.DataFrame, uri: str | None, out: Path, results: Path,
-           say: Callable[[str], None]) -> None:
-    """Log each run to MLflow; UserError (one line) for a store inside the results or one MLflow refuses."""
+def check_store(uri: str | None, out: Path, results: Path) -> None:
+    """UserError (one line) for a local store inside the results: checked before anything is scored or said."""
     folder = local_store(uri, out)
     if folder is not None and folder.is_relative_to(Path(results).resolve()):
         raise UserError(f"--mlflow {folder} is inside the results being scored; choose a folder outside them")
+
+
+def export(runs: list[RunRecord], table: pd.DataFrame, uri: str | None, out: Path, results: Path,
+           say: Callable[[str], None]) -> None:
+    """Log each run to MLflow; UserError (one line) for a store inside the results or one MLflow refuses."""
+    check_store(uri, out, results)
+    folder = local_store(uri, out)
     from mlflow.exceptions import MlflowException
 
     for name in ("mlflow", "alembic"):  # their first-use notices (creating tables, ...) are not ours to print

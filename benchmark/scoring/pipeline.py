@@ -130,6 +130,10 @@ def score(options: Options, say: Callable[[str], None]) -> dict[str, pd.DataFram
     out = options.out
     if out.resolve().is_relative_to(options.results.resolve()):
         raise UserError(f"--out {out} is inside the results being scored; choose another directory")
+    if options.mlflow is not None:  # a bad store is one line, before any note about the runs
+        from benchmark.scoring.mlflow_export import check_store
+
+        check_store(options.mlflow or None, out, options.results)
     chosen = select(options, say)
     runs = chosen.runs
     embedded = embed(runs, options, say)
