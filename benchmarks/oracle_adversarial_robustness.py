@@ -16,7 +16,8 @@ configuration trains on the public training set only (as an agent's run does, wi
 with the margin loss, 20 steps each); the finalists are attacked by the task's own evaluator on
 validation, and the best of them is scored once on the hidden test set. Torch runs on one thread.
 `--configs all` runs the whole screen (about 25 CPU-minutes, most of it the evaluator's attacks on
-robust networks); the default trains and scores only the configuration it chose (about 8).
+robust networks); the default trains and scores only the configuration it chose (3.5 CPU-minutes on a
+quiet machine, up to 8 on a loaded one).
 
 Measured (seed 0; PGD-screened val robust accuracy, then the evaluator's val and test where attacked):
 reference TRADES 256x2, 40 epochs 0.666 (evaluator 0.660 / 0.667); TRADES 512x2, 100 epochs 0.763;
@@ -65,7 +66,7 @@ CONFIGS = {
 
 # What `--configs all` (every configuration above, about 25 CPU-minutes) picks: the screen's top two are
 # the 512x4 TRADES runs (PGD-screened val 0.8273 at 250 epochs, 0.8162 at 150), and the evaluator's val
-# prefers 150 epochs (0.7967 against 0.7855). The default run trains only this one (about 8 CPU-minutes).
+# prefers 150 epochs (0.7967 against 0.7855). The default run trains only this one.
 CHOSEN = "TRADES 512x4, 150 epochs, train eps 0.17"
 
 
