@@ -14,7 +14,7 @@ and pixel noise. Candidates for the embedding: the 32-dimensional code, the 10 l
 such networks' logits side by side (30 dimensions, an ensemble the probe combines); the best on
 validation `probe_accuracy` is scored once on the hidden test set with the task's own evaluator,
 whose probe is fitted exactly as in a run. Torch runs pinned as the driver pins it (one thread,
-portable kernels). About three CPU-minutes.
+portable kernels). About two CPU-minutes.
 """
 
 from __future__ import annotations
