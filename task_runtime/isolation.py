@@ -7,32 +7,35 @@ inside one process, so every agent call runs in its own short-lived child proces
 1. the driver forks; the parent never loads training data (not even to count it), so the child
    inherits none, not even in freed memory: code in the child can read its own process's memory
    (numpy's as_strided is enough), so what is not there is the only reliable secret;
-2. trusted driver code in the child loads exactly the inputs of this call (`load`);
-3. `install_guard` adds an audit hook that refuses, for the rest of the child's life, to open or
-   list anything under the blocked folders (the data folders, the driver's scratch folder), to
-   write, create, rename or delete anything outside the call's own output folder (so no file can
-   carry data from one call to a later one), to reopen inherited files such as stdout, to read or
-   signal other processes, to start programs, or to use ctypes;
-4. the agent's module is imported and called (`work`); the child writes its results to files;
-5. the parent reads and validates those files as untrusted input.
+2. trusted driver code in the child loads exactly the inputs of this call (`load`), with stdio of its own
+   (relayed by the parent) and no inherited file, folder or pipe;
+3. the child is sealed by the kernel (`task_runtime.confine`): Landlock lets it read everything but the
+   blocked folders (the data folders, the driver's scratch folder with the other calls' results),
+   write only under the call's own output folder and execute nothing, however a path is spelled (a
+   dir fd, `fchdir`, a link); a seccomp filter refuses new processes, IPC, keyrings, metadata
+   changes (timestamps, xattrs) and signals to others. A kernel without Landlock refuses the call;
+4. `install_guard` then adds an audit hook with the same rules in Python's terms, for readable errors;
+   it is not the boundary (it checks path strings, and `dir_fd` or `_posixsubprocess` pass it);
+5. the agent's module is imported and called (`work`); the child writes its results to files;
+6. the parent reads and validates those files as untrusted input.
 
 What crosses the boundary is checked by `task_runtime.returned`: results are dicts of plain numeric
 arrays under a budget of numbers (`as_arrays`, `load_arrays`) and labels (`as_labels`), never pickles.
-
-Audit hooks cannot be removed from Python code. They do not see native code that opens files
-without going through Python (a C extension written for the purpose); the guard refuses ctypes and
-process start-up so such code cannot be loaded or run from Python, and torch's `from_file` is
-disabled. Documented in the task descriptions as the residual risk.
+Residual risk: the kernel itself, and timing.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import selectors
+import stat
 import sys
 import traceback
 from pathlib import Path
 from typing import Any, Callable
+
+from task_runtime import confine
 
 _DENIED_EVENTS = (
     "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.startfile",
@@ -123,21 +126,89 @@ def _harness_frame(filename: str) -> bool:
     return os.path.basename(filename) == "driver.py" or os.path.dirname(os.path.abspath(filename)) == _RUNTIME_DIR
 
 
+def _close_inherited(keep: tuple[int, ...]) -> None:
+    """Close what the child inherited beyond stdio and `keep`: a file or folder the parent had open stays
+    readable through its descriptor whatever Landlock says (rules apply when a path is opened), and an
+    inherited pipe could carry another call's bytes. Kernel objects a library owns (eventfd, epoll) stay."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd < 3 or fd in keep:
+            continue
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            continue
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _own_stdio(out_w: int, err_w: int) -> None:
+    """Give the child a fresh stdin (/dev/null) and stdout/stderr pipes of its own that the parent relays:
+    reopening an inherited stdout (/proc/self/fd/1) would otherwise read what earlier calls printed."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    os.close(out_w)
+    os.close(err_w)
+
+
+def _relay(child_out: int, child_err: int, report: int) -> bytes:
+    """Copy the child's output to ours until it ends; return (at most 8 KiB of) its one-line report."""
+    targets = {child_out: sys.stdout.fileno(), child_err: sys.stderr.fileno(), report: -1}
+    chunks: list[bytes] = []
+    with selectors.DefaultSelector() as selector:
+        for fd in targets:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            for key, _ in selector.select():
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    os.close(key.fd)
+                elif targets[key.fd] < 0:
+                    if sum(map(len, chunks)) <= 8192:
+                        chunks.append(chunk)
+                else:
+                    view = memoryview(chunk)
+                    while view:
+                        try:
+                            view = view[os.write(targets[key.fd], view):]
+                        except OSError:
+                            break  # our own output is gone: keep draining so the child never blocks
+    return b"".join(chunks)
+
+
 def run_isolated(label: str, load: Callable[[], Any], work: Callable[[Any], None], blocked: list[Path],
                  allowed_writes: list[Path] = ()) -> None:
-    """Fork; in the child run `load()` (trusted), install the guard, then `work(inputs)`.
+    """Fork; in the child run `load()` (trusted), seal it (`confine`: Landlock and seccomp, then the audit
+    hook), then `work(inputs)`.
 
-    Raises IsolationError with one line when the child fails; `work` reports through files only."""
+    Raises IsolationError with one line when the child fails or this kernel cannot confine it (then nothing
+    runs); `work` reports through files only."""
+    why = confine.unavailable()
+    if why:
+        raise IsolationError(f"{label}: {why}")
     sys.stdout.flush()
     sys.stderr.flush()
     gc.freeze()  # the parent's objects stay out of the child's collections: fewer copy-on-write page copies
     read_end, write_end = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
-        os.close(read_end)
+        for fd in (read_end, out_r, err_r):
+            os.close(fd)
         code = 0
         try:
+            _own_stdio(out_w, err_w)
+            _close_inherited((write_end,))
             inputs = load()
+            confine.confine(blocked, allowed_writes)
             install_guard(blocked, allowed_writes)
             work(inputs)
         except BaseException as exc:  # noqa: BLE001 - everything becomes one line for the parent
@@ -151,21 +222,18 @@ def run_isolated(label: str, load: Callable[[], Any], work: Callable[[Any], None
             except OSError:
                 pass
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    os.close(write_end)
-    chunks = []
-    while True:
-        chunk = os.read(read_end, 4096)
-        if not chunk or sum(map(len, chunks)) > 8192:
-            break
-        chunks.append(chunk)
-    os.close(read_end)
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    for fd in (write_end, out_w, err_w):
+        os.close(fd)
+    report = _relay(out_r, err_r, read_end)
     _, status = os.waitpid(pid, 0)
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
         return
-    detail = b"".join(chunks).decode(errors="replace").strip()
+    detail = report.decode(errors="replace").strip()
     if not detail:
         detail = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                   else f"exit code {os.WEXITSTATUS(status)}")

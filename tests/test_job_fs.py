@@ -212,6 +212,56 @@ raise RuntimeError("a traceback")
         assert host not in text, host
 
 
+def _within(root: str, host: Path) -> bool:
+    """Whether mountinfo's `root` (a path relative to its filesystem's root, so a tail of the host path where
+    the host dir sits on a mount of its own) is `host` or lies inside it."""
+    parts = host.parts[1:]
+    tails = ["/" + "/".join(parts[i:]) for i in range(len(parts) - 1)]
+    return any(root == tail or root.startswith(tail + "/") for tail in tails)
+
+
+MOUNTINFO = '''
+import sys
+print("MOUNTINFO-START")
+print(open("/proc/self/mountinfo").read())
+print("MOUNTINFO-END", flush=True)
+def predict(x, params):
+    return params["slope"] * x
+'''
+
+
+@pytest.mark.parametrize("phase", ["val", "test"])
+def test_what_mountinfo_shows_a_job_is_exactly_what_docs_security_lists(toy, executor, tmp_path: Path,
+                                                                        phase: str) -> None:
+    """Issue 26: /proc/self/mountinfo names the host source of every bind. docs/security.md lists them: the
+    system and interpreter dirs at their own paths, the public data, the test inputs (test phase), this
+    step's code and output dirs (under the run's results), the harness-owned code files, the task runtime;
+    never the labels, the task folder, the journal or another step."""
+    from benchmark.common.paths import task_runtime_dir
+
+    scratch = tmp_path / "results" / "scratch" / "0001"
+    outcome = run_phase(toy, {"model.py": MOUNTINFO}, phase, executor, scratch, 60)
+    text = outcome.stdout.decode()
+    assert outcome.ok and "MOUNTINFO-END" in text, outcome.bug_reason
+    table = text[text.index("MOUNTINFO-START"):text.index("MOUNTINFO-END")].splitlines()[1:]
+    sources = {line.split()[3]: line.split()[4] for line in table if line.strip()}
+    listed = [toy.public_dir, scratch / "code", scratch / "output", Path(task_runtime_dir())]
+    if phase == "test":
+        listed.append(toy.test_inputs_dir)
+    unlisted = {root: point for root, point in sources.items()
+                if root not in ("/", "/null", "/newroot")  # tmpfs (bwrap's root, /tmp, masks), /dev/null on files
+                and root not in (point, os.path.realpath(point))  # system and interpreter dirs at their own path
+                and not point.startswith(("/dev/", "/proc/"))  # bwrap's device nodes and proc's own masks
+                and not any(_within(root, host) for host in listed)}
+    assert not unlisted, unlisted
+    assert any(_within(root, toy.public_dir) for root in sources)  # shown, as the docs say
+    everything = "\n".join(table)
+    for never in (toy.labels_dir, toy.spec.task_dir, tmp_path / "results" / "journal.jsonl"):
+        assert str(never) not in everything, never
+    if phase == "val":
+        assert str(toy.test_inputs_dir) not in everything
+
+
 @pytest.mark.skipif(not HAS_CGROUPS, reason="no writable memory cgroup here")
 def test_the_job_disk_is_charged_to_the_job_memory(executor, tmp_path: Path) -> None:
     """A tmpfs page is memory: with a cgroup, files and memory share resources.memory_gb."""

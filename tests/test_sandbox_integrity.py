@@ -376,3 +376,22 @@ def test_workspace_under_a_bound_system_dir_is_refused(tmp_path: Path) -> None:
         assert not (tmp_path / "results").exists()
     finally:
         remove_tree(workspace)
+
+
+def test_an_llm_cache_dir_inside_a_folder_bound_into_jobs_is_refused(toy, tmp_path: Path) -> None:
+    """Issue 26: a cache of recorded replies in the public data (every job sees it) is refused at start, in
+    one line, before anything is written; the same cache outside every bound folder runs."""
+    from test_executor_local import HAS_BWRAP
+
+    if not HAS_BWRAP:
+        pytest.skip("without a sandbox nothing is bound")
+    cache = toy.public_dir / "llm-cache"
+    args = ["task=toy", "agent=greedy", "llm=mock", "budget.steps=1", f"results_dir={tmp_path / 'results'}"]
+    proc = run_cli(*args, f"llm.cache_dir={cache}")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: refusing to run: llm.cache_dir {cache} lies inside") \
+        and "bound into every job" in lines[0], lines
+    assert not cache.exists() and not (tmp_path / "results").exists()
+    fine = run_cli(*args, f"llm.cache_dir={tmp_path / 'cache'}")
+    assert fine.returncode == 0, fine.stderr[-2000:]

@@ -48,11 +48,11 @@ def test_good_task_passes_every_check_through_the_cli(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     rows = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines()
             if line.startswith("  ") and len(line.split()) > 1}
-    expected = {"manifest", "description", "prepare", "prepare-deterministic", "isolation", "label-probe",
+    expected = {"manifest", "description", "editable", "prepare", "prepare-deterministic", "isolation", "label-probe",
                 "baseline-val", "determinism", "baseline-test", "baseline-record", "target-spread",
                 "trivial:checks/mean"}
     assert set(rows) == expected and set(rows.values()) == {PASS}, result.stdout
-    assert "line: 12 passed, 0 failed, 0 skipped in" in result.stdout and "all checks passed" in result.stdout
+    assert "line: 13 passed, 0 failed, 0 skipped in" in result.stdout and "all checks passed" in result.stdout
     assert "walked" in result.stdout  # the probe really walked the sandbox
     assert (tmp_path / "ws" / "line" / ".checksums.json").is_file()  # --check also prepares
 
@@ -143,6 +143,17 @@ def test_description_must_name_the_metric(tmp_path: Path) -> None:
     (task / "description.md").write_text("Predict y for each x.\n")
     report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("determinism", "trivial"))
     assert report.failed == ["description"]
+
+
+@pytest.mark.parametrize("globs", [["*.py"], ["model.py", "task_runtime/*"], ["sitecustomize.py"]])
+def test_an_editable_glob_that_lets_agent_code_shadow_the_runtime_fails(tmp_path: Path, globs: list[str]) -> None:
+    """Issue 26: the code dir comes first on a driver's sys.path, so an editable `task_runtime.py` (or
+    package, or sitecustomize.py) would replace the harness's runtime inside the driver."""
+    task = copy_task(tmp_path)
+    edit_manifest(task, editable=globs)
+    report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("determinism", "trivial"))
+    row = next(r for r in report.rows if r.name == "editable")
+    assert report.failed == ["editable"] and "which the driver would import instead of the harness's" in row.detail
 
 
 def test_cli_exit_codes_and_failing_checks_named(tmp_path: Path) -> None:

@@ -214,7 +214,7 @@ def test_evaluator_rejects_hostile_predictions(name: str, case: str, tmp_path: P
 # -- slow: the reference solution and the full check -------------------------------------------------------------
 
 # Every row but the manifest, the workspace and the reference: test_full_check runs the rest.
-NOT_REFERENCE = ("description", "prepare-deterministic", "isolation", "label-probe", "baseline-val", "determinism",
+NOT_REFERENCE = ("description", "editable", "prepare-deterministic", "isolation", "label-probe", "baseline-val", "determinism",
                  "baseline-test", "baseline-record", "target-spread", "trivial")
 
 

@@ -5,6 +5,9 @@ local sandbox executor), never a second runner, so a task that passes here behav
 
   manifest               the strict manifest load (docs/tasks.md)
   description            the description names the metric
+  editable               no editable glob lets agent code shadow the harness's runtime in the driver
+                         (`task_runtime.py`, `task_runtime/...`, `sitecustomize.py`: the code dir comes
+                         first on a driver's sys.path)
   prepare                the workspace is prepared (a no-op when it verifies)
   prepare-deterministic  a second prepare into a scratch folder writes the same bytes
   isolation              the harness's own exposure check of the val and test sandboxes
@@ -38,6 +41,10 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Collection, Iterator
+
+# Names a driver would import from its code dir before the harness's copy (the script's dir is sys.path[0]).
+RUNTIME_SHADOWS = ("task_runtime.py", "task_runtime/__init__.py", "task_runtime/isolation.py", "sitecustomize.py",
+                   "usercustomize.py")
 
 from benchmark.common.errors import UserError
 from benchmark.common.safefs import discard_tree
@@ -155,6 +162,7 @@ class _Checker:
         try:
             self.row("manifest", self.manifest)
             self.row("description", self.description, needs=("spec",))
+            self.row("editable", self.editable, needs=("spec",))
             self.row("prepare", self.prepare, needs=("spec",))
             self.row("prepare-deterministic", self.prepare_deterministic, needs=("prepared",))
             self.row("isolation", self.isolation, needs=("prepared",))
@@ -192,6 +200,15 @@ class _Checker:
             raise _Failed(f"{self.spec.description} never names the metric '{self.spec.metric.name}'; "
                           "describe it, its direction and the task's limits")
         return f"{self.spec.description} names the metric '{self.spec.metric.name}' ({len(text.split())} words)"
+
+    def editable(self) -> str:
+        assert self.spec is not None
+        shadowing = [name for name in RUNTIME_SHADOWS if self.spec.is_editable(name)]
+        if shadowing:
+            raise _Failed(f"editable globs {list(self.spec.editable)} let agent code write {shadowing[0]}, which "
+                          "the driver would import instead of the harness's (the code dir comes first on its "
+                          "sys.path); name the editable files instead (e.g. model.py)")
+        return f"{len(self.spec.editable)} editable glob(s), none shadows the runtime"
 
     def prepare(self) -> str:
         assert self.spec is not None

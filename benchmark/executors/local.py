@@ -42,6 +42,7 @@ from benchmark.executors.gpus import GpuPool
 from benchmark.executors.job_uids import JOB_USER, MAX_UID, JobUids
 from benchmark.executors.kill_loop import kill_until_gone
 from benchmark.executors.no_userns import no_userns_program, program_fd
+from benchmark.executors.open_files import bound_note, file_max, open_files_limit
 from benchmark.executors.job_fs import (
     SUPERVISOR,
     CopyBack,
@@ -123,6 +124,8 @@ class LocalExecutor:
         # Without root there is no uid to switch to: jobs run as the harness user (see _nproc_limit).
         self._uids = JobUids(int(cfg.job_uid), int(cfg.job_uid_count)) if self._bwrap and os.geteuid() == 0 else None
         self._job_gid = int(cfg.job_gid)
+        self._file_max = file_max()  # each job's processes get RLIMIT_NOFILE from it (open_files.py)
+        self._warned_open_files = False
         self._stopping = threading.Event()
         self._pool = ThreadPoolExecutor(
             max_workers=self.capacity, thread_name_prefix=f"researchbench-{self.name}"
@@ -256,7 +259,7 @@ class LocalExecutor:
                     stderr=subprocess.PIPE,
                     start_new_session=True,
                     preexec_fn=_child_setup(job, cgroup, self._nproc_limit(job, run_as, cgroup), _clock(job) == CPU,
-                                            relocate),
+                                            relocate, self._open_files(job)),
                     close_fds=True,
                     pass_fds=pass_fds,
                 )
@@ -281,6 +284,14 @@ class LocalExecutor:
             finally:
                 if cgroup is not None:
                     cgroup.remove()
+
+    def _open_files(self, job: Job) -> int:
+        """RLIMIT_NOFILE of the job's processes: all parallel jobs together stay within half of fs.file-max."""
+        note = bound_note(self.capacity, job.limits.max_processes, self._file_max)
+        if note and not self._warned_open_files:
+            self._warned_open_files = True
+            log.warning("%s", note)
+        return open_files_limit(self.capacity, job.limits.max_processes, self._file_max)
 
     def _nproc_limit(self, job: Job, run_as: Optional[RunAs], cgroup: Optional[JobCgroup]) -> Optional[int]:
         """RLIMIT_NPROC for the job (None: left as inherited). It counts every process of the job's uid
@@ -498,10 +509,12 @@ def _resolve_executable(argv0: str, workdir: Path, path: str) -> Optional[str]:
     return shutil.which(argv0, path=path)
 
 
-def _rlimits(job: Job, nproc: Optional[int], cpu_limited: bool, capped_fs: bool = False) -> list[tuple[int, int]]:
+def _rlimits(job: Job, nproc: Optional[int], cpu_limited: bool, capped_fs: bool = False,
+             open_files: Optional[int] = None) -> list[tuple[int, int]]:
     """(resource, value) pairs, clipped to the current hard limits (raising them is not allowed).
 
-    `nproc` is RLIMIT_NPROC (see `LocalExecutor._nproc_limit`), None to leave it as inherited.
+    `nproc` is RLIMIT_NPROC (see `LocalExecutor._nproc_limit`), None to leave it as inherited; `open_files`
+    is RLIMIT_NOFILE (`LocalExecutor._open_files`), None likewise.
     RLIMIT_CPU is per process: the job's total is watched by the harness, this only ends a single
     process should the harness fall behind (a second past the limit, so the watcher normally wins).
     """
@@ -516,6 +529,8 @@ def _rlimits(job: Job, nproc: Optional[int], cpu_limited: bool, capped_fs: bool 
     ]
     if nproc is not None:
         wanted.append((resource.RLIMIT_NPROC, int(nproc)))  # binds non-root uids only
+    if open_files is not None:
+        wanted.append((resource.RLIMIT_NOFILE, int(open_files)))
     if cpu_limited:
         wanted.append((resource.RLIMIT_CPU, math.ceil(job.timeout_s) + 1))
     out = []
@@ -528,12 +543,12 @@ def _rlimits(job: Job, nproc: Optional[int], cpu_limited: bool, capped_fs: bool 
 
 
 def _child_setup(job: Job, cgroup: Optional[JobCgroup], nproc: Optional[int], cpu_limited: bool,
-                 capped_fs: bool = False) -> Callable[[], None]:
+                 capped_fs: bool = False, open_files: Optional[int] = None) -> Callable[[], None]:
     """The preexec_fn: join the cgroup, then set soft = hard rlimits so the job cannot raise them.
 
     Everything is computed in the parent; the child only makes system calls.
     """
-    values = _rlimits(job, nproc, cpu_limited, capped_fs)
+    values = _rlimits(job, nproc, cpu_limited, capped_fs, open_files)
 
     def setup() -> None:
         if cgroup is not None:

@@ -33,7 +33,7 @@ from benchmark.run import summary as report
 from benchmark.run.budget import Counters
 from benchmark.run.config import config_hash, default_run_id, effective_budget
 from benchmark.run.display import Display, Stats, make_display
-from benchmark.run.experiment import check_isolation, data_path_in_jobs
+from benchmark.run.experiment import check_cache_dir, check_isolation, data_path_in_jobs
 from benchmark.run.final_test import BASELINE_ID, final_test
 from benchmark.run.outage import GuardedExecutor, baseline_failure, llm_never_answered
 from benchmark.run.preflight import check_values, llm_problem
@@ -148,6 +148,8 @@ class Run:
         self.executor = self._build_executor()
         try:
             check_isolation(self.prepared, self.executor, self.run_dir)  # before anything is written
+            if self.agent_spec.uses_llm:
+                check_cache_dir(self.prepared, self.executor, self.run_dir, self.cfg.llm.cache_dir)
             loaded = self._open()
             if self.final is not None:
                 summary = report.read(self.run_dir)

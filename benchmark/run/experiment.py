@@ -18,7 +18,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from benchmark.common.errors import UserError
@@ -121,6 +121,22 @@ def check_isolation(prepared: PreparedTask, executor: Executor, run_dir: Path) -
         if problem:
             raise UserError(f"refusing to run: {problem} (RESEARCHBENCH_WORKSPACE and results_dir choose "
                             "where data and results live)")
+
+
+def check_cache_dir(prepared: PreparedTask, executor: Executor, run_dir: Path, cache_dir: str | None) -> None:
+    """At start-up: refuse, with one line, an explicit `llm.cache_dir` inside a folder bound into jobs.
+
+    The cache holds the LLM's recorded replies (this run's and others'): agent code that could read it would
+    see what other runs were told, and one that could write it would script a later replay."""
+    if not cache_dir:
+        return
+    target = Path(cache_dir).expanduser().absolute()
+    for phase in ("val", "test"):
+        job = replace(phase_job(prepared, phase, run_dir / "scratch" / "check", 1.0), hidden=(target,))
+        if executor.exposure(job):
+            raise UserError(f"refusing to run: llm.cache_dir {target} lies inside a folder bound into every job "
+                            "(agent code could read or rewrite its recorded replies); choose a folder outside the "
+                            "workspace, the interpreter's and the system directories")
 
 
 def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executor: Executor,
