@@ -89,6 +89,7 @@ def build(run: Run, status: str, abort_cause: str | None = None) -> dict[str, An
     summary: dict[str, Any] = {
         "status": status,
         "agent": run.agent_spec.name,
+        "uses_llm": bool(run.agent_spec.uses_llm),  # the scorer groups by this, never by what is installed then
         "task": spec.name,
         "task_version": spec.version,
         "domain": spec.domain,
