@@ -73,10 +73,24 @@ def _unknown_option(group: str, name: str) -> str:
     found = f"did you mean '{close[0]}'?" if close else f"available: {', '.join(options)}"
     if group not in GROUPS:
         return f"unknown {group} '{name}'; {found}"
+    failed = _failed_plugins() if group != "llm" else []
+    if named := [f for f in failed if f.plugin == name]:
+        return f"unknown {group} '{name}': {named[0].line()}"
     how = {"agent": "; a third-party agent needs its plugin package installed",
            "task": "; a new task needs ml_tasks/<name>/task.yaml, its folder on $RESEARCHBENCH_TASKS_PATH, "
                    "or a task plugin"}.get(group, "")
+    if failed:  # the name may come from a package that broke, not one that is missing
+        how = "; plugin packages that failed to load (see the warnings above): " + ", ".join(
+            f"{f.plugin} (package {f.package})" for f in failed)
     return f"unknown {group} '{name}'; {found} (descriptions: {LIST_COMMAND} {group}s){how}"
+
+
+def _failed_plugins() -> list[Any]:
+    """Installed plugins whose import failed: the likely reason an agent, task or executor is unknown (a
+    package that broke, not one that is missing)."""
+    from benchmark.plugins.manager import get_registry
+
+    return list(get_registry().failed)
 
 
 def _override_key(text: str) -> str | None:

@@ -41,9 +41,10 @@ def write_run(root: Path, agent: str, task: str, seed: int, steps: list[Step], *
               status: str = "finished", abort_cause: str | None = None, version: str = "1",
               finished_at: float = 1_700_000_000.0, metric: str = "score",
               environment: dict[str, Any] | None = None,
-              noise: dict[str, Any] | None = None) -> Path:
+              noise: dict[str, Any] | None = None, uses_llm: bool | None = None) -> Path:
     """A run directory as the engine leaves it; `status`/`abort_cause` as an interrupted or aborted run
-    records them (an aborted run: status "aborted" and the cause in one line)."""
+    records them (an aborted run: status "aborted" and the cause in one line). `uses_llm` is what the agent's
+    spec said (recorded in the summary); by default every agent but optuna asks an LLM."""
     run_dir = Path(root) / agent / task / (run_id or f"seed{seed}-{budget_steps}")
     run_dir.mkdir(parents=True)
     blobs, journal = BlobStore(run_dir / "blobs"), Journal(run_dir / "journal.jsonl")
@@ -83,7 +84,8 @@ def write_run(root: Path, agent: str, task: str, seed: int, steps: list[Step], *
         journal.append({"kind": "final", "at": finished_at, "baseline": {"primary": baseline_test},
                         "best": {"primary": best_test}})
     summary = {
-        "status": status, "agent": agent, "task": task, "task_version": version, "domain": domain, "seed": seed,
+        "status": status, "agent": agent, "uses_llm": agent != "optuna" if uses_llm is None else uses_llm,
+        "task": task, "task_version": version, "domain": domain, "seed": seed,
         "run_dir": str(run_dir),
         "metric": {"name": metric, "direction": direction, "floor": floor, "target": target,
                    "best_possible": best_possible},

@@ -90,3 +90,29 @@ def test_aide_reviews_every_executed_node(toy, tmp_path: Path) -> None:
     for node in executed:
         assert [c.get("purpose") for c in node["llm_calls"]][-1] == "analysis"
     assert all(not n["analysis"] for n in nodes if not n["executed"])
+
+
+@pytest.mark.parametrize("source, model", [(["llm=scripted", f"llm.script={TOY_SCRIPT}"], "scripted"),
+                                           (["llm=mock"], "mock")])
+def test_offline_replies_record_the_tokens_sent_and_received(toy, tmp_path: Path, source, model) -> None:
+    """Not litellm's mock constants (10 + 20 a call, model gpt-4o-mini): the tokens of the prompt actually sent
+    and the reply actually received, under the offline model's name (issue 26)."""
+    import json
+
+    import litellm
+
+    from benchmark.records.journal import BlobStore
+
+    summary, _ = run_inprocess("agent=greedy", "task=toy", "budget.steps=2", f"results_dir={tmp_path}", *source)
+    run_dir = Path(summary["run_dir"])
+    blobs = BlobStore(run_dir / "blobs")
+    calls = [c for n in _finished(run_dir) for c in n["llm_calls"]]
+    assert calls and all(c["model"] == model and c["offline"] for c in calls)
+    for call in calls:
+        messages = json.loads(blobs.get(call["messages"]))
+        reply = blobs.get(call["response"]).decode()
+        assert call["prompt_tokens"] == litellm.token_counter(model="gpt-4o-mini", messages=messages) > 100
+        assert call["completion_tokens"] == litellm.token_counter(model="gpt-4o-mini", text=reply,
+                                                                  count_response_tokens=True)
+    assert len({c["prompt_tokens"] for c in calls}) > 1 or len(calls) == 1  # prompts differ: so do their counts
+    assert summary["budget"]["used"]["tokens"] == sum(c["prompt_tokens"] + c["completion_tokens"] for c in calls)

@@ -178,10 +178,13 @@ def test_cost_text_says_why_a_cost_is_zero() -> None:
 
 
 def test_token_cap() -> None:
-    client = LLMClient(LLMConfig(model="gpt-4o-mini", mock_responses=["a"], token_cap=50))
-    assert client.complete(MSGS).prompt_tokens == 10
+    first = LLMClient(LLMConfig(model="gpt-4o-mini", mock_responses=["a"])).complete(MSGS)
+    used = first.prompt_tokens + first.completion_tokens  # counted offline: the prompt and reply sent
+    assert (first.model, first.prompt_tokens, first.completion_tokens) == ("mock", 11, 1)  # 3 words + the chat framing; "a"
+    client = LLMClient(LLMConfig(model="gpt-4o-mini", mock_responses=["a"], token_cap=used + used // 2))
+    client.complete(MSGS)
     with pytest.raises(BudgetExhausted):
-        client.complete(MSGS)  # 30 used + a typical 30 would pass 50
+        client.complete(MSGS)  # `used` spent + a typical `used` would pass the cap
 
 
 def test_unknown_price_is_none_and_counted(llm_server: StubLLMServer) -> None:

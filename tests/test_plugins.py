@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.plugins.agent_api import AGENT_API_VERSION
-from benchmark.plugins.manager import api_version_problem
+from benchmark.plugins.manager import api_version_problem, load_failure
 from conftest import FIXTURES, REPO, run_cli
 
 
@@ -33,7 +33,7 @@ def test_every_hook_is_documented_with_its_exact_signature() -> None:
 def plugin_site(tmp_path_factory) -> Path:
     """Install the fixture plugin packages the way a user would, into a private target dir."""
     target = tmp_path_factory.mktemp("site")
-    for package in ("researchbench-stepper", "researchbench-broken", "researchbench-future"):
+    for package in ("researchbench-stepper", "researchbench-broken", "researchbench-future", "researchbench-knobs"):
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                         "--target", str(target), str(FIXTURES / "plugins" / package)], check=True)
     return target
@@ -58,6 +58,42 @@ def test_a_plugin_written_for_another_agent_api_is_not_loaded(plugin_site: Path)
     assert "skipping plugin future: it was written for agent API 2.0" in proc.stderr
 
 
+def test_a_plugin_written_for_0_1_0_module_paths_runs(plugin_site: Path, toy, tmp_path: Path) -> None:
+    """researchbench-knobs imports benchmark.errors, benchmark.agent_api and benchmark.plugins as 0.1.0 had them."""
+    proc = run_cli("agent=random_knobs", "task=toy", "budget.steps=1", f"results_dir={tmp_path}",
+                   env={"PYTHONPATH": str(plugin_site), "PYTHONWARNINGS": "always::DeprecationWarning"})
+    assert proc.returncode == 0, proc.stderr
+    assert "skipping plugin random_knobs" not in proc.stderr
+    assert "benchmark.errors is deprecated" in proc.stderr and "import benchmark.common.errors instead" in proc.stderr
+    (run_dir,) = (tmp_path / "random_knobs" / "toy").iterdir()
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
+
+
+def test_a_plugin_that_fails_to_import_is_named_with_its_package_error_and_fix(plugin_site: Path) -> None:
+    proc = run_cli("agent=broken", "task=toy", env={"PYTHONPATH": str(plugin_site)})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert line == ("error: unknown agent 'broken': plugin broken (package researchbench-broken) failed to load: "
+                    "ImportError: this plugin is broken on purpose (needs a library that is not installed); "
+                    "reinstall or upgrade researchbench-broken (pip install -U researchbench-broken); "
+                    "RESEARCHBENCH_DISABLE_ENTRYPOINTS=1 loads only the built-ins")
+    assert "needs its plugin package installed" not in proc.stderr
+    warning = "skipping plugin broken (package researchbench-broken) failed to load: ImportError"
+    assert warning in proc.stderr
+    typo = run_cli("agent=stepprr", "task=toy", env={"PYTHONPATH": str(plugin_site)})  # another name: did you mean
+    assert "did you mean 'stepper'?" in typo.stderr and "failed to load (see the warnings above): broken (package " \
+        "researchbench-broken)" in typo.stderr
+
+
+@pytest.mark.parametrize("missing,fix", [
+    ("benchmark.hooks", "it imports benchmark.hooks, which researchbench"),
+    ("sklearn_extra", "install the module it needs (pip install sklearn_extra), or reinstall rb-x")])
+def test_an_import_failure_names_its_fix(missing: str, fix: str) -> None:
+    failure = load_failure("x", "rb-x", ModuleNotFoundError(f"No module named '{missing}'", name=missing))
+    assert failure.line().startswith(f"plugin x (package rb-x) failed to load: ModuleNotFoundError: No module named "
+                                     f"'{missing}'; {fix}")
+
+
 @pytest.mark.parametrize("declared,problem", [
     (None, ""), ("1.0", ""), ("1.4", ""), ("1.5", "written for agent API 1.5, this researchbench has 1.4; upgrade"),
     ("2.0", "upgrade researchbench"), ("0.9", "install a release of rb_x written for agent API 1.x, or port it"),
@@ -72,7 +108,8 @@ def test_list_names_the_package_that_registered_an_agent(plugin_site: Path) -> N
     assert proc.returncode == 0
     (stepper,) = [line for line in proc.stdout.splitlines() if line.split()[0] == "stepper"]
     assert stepper.endswith("[package researchbench-stepper]")
-    assert all(line.endswith("[built-in]") for line in proc.stdout.splitlines()[1:] if line != stepper)
+    plugins = {"stepper", "random_knobs"}
+    assert all(line.endswith("[built-in]") for line in proc.stdout.splitlines()[1:] if line.split()[0] not in plugins)
 
 
 def test_plugin_agent_config_is_validated(plugin_site: Path) -> None:

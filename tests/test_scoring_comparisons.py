@@ -144,3 +144,28 @@ def test_farbench_missing_zero_flag(tmp_path: Path) -> None:
         domains = (out / "domains.csv").read_text().splitlines()
         (d_row,) = [line for line in domains if line.startswith("D,")]
         assert d_row.split(",")[3] in (expected, expected + ".0")  # variant, domain:d-t1, domain:d-t2, FARBench score
+
+
+def test_compare_needs_no_package_outside_the_documented_extras(tmp_path: Path) -> None:
+    """statsmodels arrives only with some tasks' requirements: --compare must not need it (issue 26)."""
+    _tree(tmp_path / "results", [("A", "t", 0, 6.0), ("A", "t", 1, 9.0), ("A", "t", 2, 4.0),
+                                 ("B", "t", 0, 8.0), ("B", "t", 1, 8.0), ("B", "t", 2, 8.0)])
+    blocked = tmp_path / "blocked" / "statsmodels"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'statsmodels'\")\n")
+    proc = run_cli(str(tmp_path / "results"), "--out", str(tmp_path / "out"), "--no-embeddings", "--no-html",
+                   "--compare", "A", "B", env={"PYTHONPATH": str(tmp_path / "blocked")},
+                   script="compute_agent_metrics.py")
+    assert proc.returncode == 0, proc.stderr
+    needed = pairs_for_power([0.1, -0.05, 0.2])
+    assert f"about {needed:g} per task detect this difference at 80% power" in proc.stdout
+
+
+@pytest.mark.parametrize("diffs", [[0.1, 0.12, 0.08], [0.1, -0.05, 0.2], [0.2, 0.5, -0.1, 0.3], [0.01, 0.3, -0.2]])
+def test_pairs_for_power_agrees_with_statsmodels(diffs: list[float]) -> None:
+    power = pytest.importorskip("statsmodels.stats.power")
+    n = int(pairs_for_power(diffs))
+    effect = abs(np.mean(diffs)) / np.std(diffs, ddof=1)
+    solve = power.TTestPower().power
+    assert solve(effect_size=effect, nobs=n, alpha=0.05) >= 0.8
+    assert n == 2 or solve(effect_size=effect, nobs=n - 1, alpha=0.05) < 0.8

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import runpy
+import subprocess
 import sys
 from pathlib import Path
 
@@ -111,3 +112,48 @@ def test_metric_names_mlflow_accepts() -> None:
     assert metric_name("pass@0.5 (val on test anchors)") == "pass_at_0.5_val_on_test_anchors"
     assert metric_name("FA (val on test anchors)") == "FA_val_on_test_anchors"
     assert metric_name("best_test") == "best_test"
+
+
+def test_a_sweep_exports_as_a_parent_with_its_runs_own_times_config_and_commit(toy, tmp_path: Path, capsys) -> None:
+    """A real sweep through the CLI, scored with --mlflow and read back (issue 26): one parent run for the sweep,
+    a child per job with the run's own start and end, the flattened config (agent and LLM settings), the
+    framework commit as mlflow.source.git.commit and the resolved config as an artifact."""
+    pytest.importorskip("mlflow")
+    import mlflow
+    import yaml
+
+    from conftest import FIXTURES, run_cli
+
+    results = tmp_path / "results"
+    proc = run_cli("-m", "agent=optuna,greedy", "llm=scripted", f"llm.script={FIXTURES / 'scripts' / 'toy'}",
+                   "task=toy", "budget.steps=1", f"results_dir={results}", "quiet=true")
+    assert proc.returncode == 0, proc.stderr
+    assert _cli(str(results), "--out", str(tmp_path / "report"), "--mlflow", str(tmp_path / "store")) == 0
+    assert "mlflow: 2 new" in capsys.readouterr().err
+    runs = _search(tmp_path / "store")
+    (parent,) = runs[runs["tags.researchbench.sweep_dir"].notna()].itertuples()
+    children = runs[runs["tags.researchbench.run_dir"].notna()].sort_values("params.agent")
+    assert list(children["params.agent"]) == ["greedy", "optuna"]
+    assert set(children["tags.mlflow.parentRunId"]) == {parent.run_id}
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    assert set(children["tags.mlflow.source.git.commit"]) == {head}
+    client = mlflow.MlflowClient()
+    for _, child in children.iterrows():
+        run_dir = Path(child["tags.researchbench.run_dir"])
+        summary = json.loads((run_dir / "summary.json").read_text())
+        info = client.get_run(child["run_id"]).info
+        nodes = [json.loads(line)["node"] for line in (run_dir / "journal.jsonl").read_text().splitlines()
+                 if json.loads(line)["kind"] == "finished"]
+        assert info.start_time == int(min(n["created_at"] for n in nodes) * 1000)  # the run's own, not the export's
+        assert info.end_time >= info.start_time + 1000 * min(1.0, summary["wall_seconds"] / 2)
+        assert info.end_time <= int(summary["updated_at"] * 1000) + 1
+        params = client.get_run(child["run_id"]).data.params
+        assert params["agent.name"] == summary["agent"] and params["llm.model"] and "budget.steps" in params
+        config = Path(client.download_artifacts(child["run_id"], "config.yaml", str(tmp_path / child["run_id"])))
+        assert yaml.safe_load(config.read_text())["agent"]["name"] == summary["agent"]
+    assert children["params.agent.max_debug_depth"].notna().sum() == 1  # greedy's own setting, flattened
+    parent_info = client.get_run(parent.run_id).info
+    assert parent_info.start_time <= min(client.get_run(r).info.start_time for r in children["run_id"])
+    assert _cli(str(results), "--out", str(tmp_path / "report"), "--mlflow", str(tmp_path / "store")) == 0
+    assert "mlflow: 0 new, 0 updated, 2 unchanged" in capsys.readouterr().err
+    assert len(_search(tmp_path / "store")) == 3  # the parent found again, not duplicated

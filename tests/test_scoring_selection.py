@@ -4,13 +4,15 @@ and runs aborted by an outage (or unfinished, or unreadable) listed as not score
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from benchmark.common.errors import UserError
 from benchmark.scoring import comparisons, tables
-from benchmark.scoring.keys import llm_source
+from benchmark.scoring.keys import llm_source, uses_llm
 from benchmark.scoring.selection import select_runs
 from conftest import run_cli
 from scoring_runs import Step, write_run
@@ -27,18 +29,18 @@ def steps(best: float) -> list[Step]:
 
 
 def test_llm_source_labels() -> None:
-    assert llm_source({"llm": LLM}, "greedy") == "gpt-4o-mini"
-    assert llm_source({"llm": MOCK}, "greedy").startswith("mock#")
-    assert llm_source({"llm": {**MOCK, "mock_responses": ["other"]}}, "greedy") != llm_source({"llm": MOCK}, "greedy")
-    assert llm_source({"llm": SCRIPTED}, "greedy").startswith("scripted:toy#")
-    assert llm_source({"llm": {**SCRIPTED, "script": "/elsewhere/toy"}}, "greedy") != \
-        llm_source({"llm": SCRIPTED}, "greedy")  # another script of the same name is another source
-    assert llm_source({"llm": {**LLM, "cache": "replay"}}, "greedy") == "replay:gpt-4o-mini"
-    assert llm_source({"llm": {**LLM, "model": "openai/qwen", "api_base": "http://localhost:8000/v1"}}, "greedy") == \
+    assert llm_source({"llm": LLM}, True) == "gpt-4o-mini"
+    assert llm_source({"llm": MOCK}, True).startswith("mock#")
+    assert llm_source({"llm": {**MOCK, "mock_responses": ["other"]}}, True) != llm_source({"llm": MOCK}, True)
+    assert llm_source({"llm": SCRIPTED}, True).startswith("scripted:toy#")
+    assert llm_source({"llm": {**SCRIPTED, "script": "/elsewhere/toy"}}, True) != \
+        llm_source({"llm": SCRIPTED}, True)  # another script of the same name is another source
+    assert llm_source({"llm": {**LLM, "cache": "replay"}}, True) == "replay:gpt-4o-mini"
+    assert llm_source({"llm": {**LLM, "model": "openai/qwen", "api_base": "http://localhost:8000/v1"}}, True) == \
         "openai/qwen@http://localhost:8000/v1"
-    assert llm_source({"llm": {**LLM, "operators": {"analyze": {"model": "gpt-4o"}}}}, "greedy") == \
+    assert llm_source({"llm": {**LLM, "operators": {"analyze": {"model": "gpt-4o"}}}}, True) == \
         "gpt-4o-mini (analyze: gpt-4o)"
-    assert llm_source({"llm": MOCK}, "optuna") == "none"  # optuna asks no LLM, whatever llm= says
+    assert llm_source({"llm": MOCK}, False) == "none"  # optuna asks no LLM, whatever llm= says
 
 
 def test_mock_and_scripted_runs_never_share_a_group(tmp_path: Path) -> None:
@@ -155,3 +157,43 @@ def test_a_tree_of_outages_only_is_one_line_and_exit_2(tmp_path: Path) -> None:
         f"error: no scorable runs matching agent=['greedy'] under {tmp_path / 'results'} (1 not scored, listed "
         f"above); check the filters or the path")
     assert "aborted (executor unavailable)" in proc.stderr
+
+
+def test_groups_come_from_what_the_run_recorded_not_from_what_is_installed(tmp_path: Path) -> None:
+    """A plugin agent's run (no LLM, but llm= composed as always) is grouped the same whether or not its plugin
+    can be imported when scoring (issue 26): from summary.json's `uses_llm`, or, for a run written before that
+    was recorded, from the LLM calls it accounted."""
+    import subprocess
+    import sys
+
+    from conftest import FIXTURES
+
+    results = tmp_path / "results"
+    config = {"agent": {"name": "random_knobs", "spread": 1.0}, "llm": LLM}
+    for seed in (0, 1):
+        write_run(results, "random_knobs", "t", seed, steps(6.0), baseline_test=12.0, best_test=8.0, config=config,
+                  uses_llm=False)
+    legacy = write_run(tmp_path / "legacy", "random_knobs", "t", 0, steps(6.0), baseline_test=12.0, best_test=8.0,
+                       config=config, run_id="old")
+    summary = json.loads((legacy / "summary.json").read_text())
+    del summary["uses_llm"]
+    (legacy / "summary.json").write_text(json.dumps({**summary, "llm": {"calls": 0}}))
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--target",
+                    str(site), str(FIXTURES / "plugins" / "researchbench-knobs")], check=True)
+    groups = {}
+    for label, env in (("installed", {"PYTHONPATH": str(site)}), ("absent", {})):
+        for root in (results, tmp_path / "legacy"):
+            out = tmp_path / f"out-{label}-{root.name}"
+            proc = run_cli(str(root), "--no-embeddings", "--out", str(out), env=env, script="compute_agent_metrics.py")
+            assert proc.returncode == 0, proc.stderr
+            groups[label, root.name] = pd.read_csv(out / "groups.csv")[["agent", "llm", "config"]].to_dict("records")
+    assert groups["installed", "results"] == groups["absent", "results"]
+    assert groups["installed", "legacy"] == groups["absent", "legacy"]
+    assert groups["absent", "results"][0]["llm"] == "none" == groups["absent", "legacy"][0]["llm"]
+    assert groups["absent", "results"][0]["config"] == groups["absent", "legacy"][0]["config"]
+
+
+def test_a_run_recorded_before_uses_llm_asks_an_llm_when_it_accounted_calls() -> None:
+    assert uses_llm({"llm": {"calls": 3}}) and not uses_llm({"llm": {"calls": 0}})
+    assert uses_llm({"uses_llm": True, "llm": {"calls": 0}}) and not uses_llm({"uses_llm": False, "llm": {"calls": 9}})

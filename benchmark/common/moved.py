@@ -17,13 +17,40 @@ import importlib.util
 import sys
 import warnings
 from types import ModuleType
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
+RELEASED_IN = "0.1.0"  # every module path of this release imports (tests/test_moved_paths.py reads its tree from git)
 MOVED = {
     "benchmark.agent_api": "benchmark.plugins.agent_api",
-    "benchmark.task": "benchmark.tasks.manifest",
-    "benchmark.journal": "benchmark.records.journal",
+    "benchmark.budget": "benchmark.run.budget",
+    "benchmark.builtin_plugin": "benchmark.plugins.builtin",
+    "benchmark.commands": "benchmark.run.commands",
+    "benchmark.config": "benchmark.run.config",
+    "benchmark.data_preview": "benchmark.tasks.data_preview",
+    "benchmark.display": "benchmark.run.display",
     "benchmark.edits": "benchmark.plugins.edits",
+    "benchmark.engine": "benchmark.run.engine",
+    "benchmark.errors": "benchmark.common.errors",
+    "benchmark.experiment": "benchmark.run.experiment",
+    "benchmark.fetch": "benchmark.tasks.fetch",
+    "benchmark.final_test": "benchmark.run.final_test",
+    "benchmark.journal": "benchmark.records.journal",
+    "benchmark.leak_probe": "benchmark.authoring.leak_probe",
+    "benchmark.modal_launch": "benchmark.launch.modal_launch",
+    "benchmark.modal_runs": "benchmark.launch.modal_runs",
+    "benchmark.preflight": "benchmark.run.preflight",
+    "benchmark.requirements_check": "benchmark.tasks.requirements_check",
+    "benchmark.safefs": "benchmark.common.safefs",
+    "benchmark.scheduler": "benchmark.run.scheduler",
+    "benchmark.shipped_data": "benchmark.tasks.shipped_data",
+    "benchmark.suites": "benchmark.tasks.suites",
+    "benchmark.summary": "benchmark.run.summary",
+    "benchmark.sweep": "benchmark.launch.sweep",
+    "benchmark.sweep_table": "benchmark.launch.sweep_table",
+    "benchmark.task": "benchmark.tasks.manifest",
+    "benchmark.task_check": "benchmark.authoring.task_check",
+    "benchmark.task_template": "benchmark.authoring.task_template",
+    "benchmark.worker": "benchmark.run.worker",
     "benchmark.workspace": "benchmark.tasks.workspace",
 }
 
@@ -50,15 +77,26 @@ def install() -> None:
         sys.meta_path.append(_MovedModules())
 
 
+class Lazy(NamedTuple):
+    """A name to import when a deprecated alias is first used: `module`.`name`."""
+
+    module: str
+    name: str
+
+
 def deprecated_names(module: str, replacements: dict[str, tuple[Any, str]]) -> Callable[[str], Any]:
     """A module `__getattr__` answering for removed names: `replacements[name] = (object, what to use now)`.
 
-    Only names missing from the module reach `__getattr__`, so a name that is back for real wins."""
+    The object may be a `Lazy("module", "name")`, imported on first use, so a light package (benchmark.llm)
+    can answer for names of a heavier module without importing it. Only names missing from the module reach
+    `__getattr__`, so a name that is back for real wins."""
 
     def __getattr__(name: str) -> Any:
         if name not in replacements:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         value, instead = replacements[name]
+        if isinstance(value, Lazy):
+            value = getattr(importlib.import_module(value.module), value.name)
         warnings.warn(f"{module}.{name} is deprecated and will be removed in the next release; {instead}",
                       DeprecationWarning, stacklevel=2)  # 2 = the code that used the name
         return value

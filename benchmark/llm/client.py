@@ -33,6 +33,7 @@ from benchmark.llm.accounting import LLMCall, Usage
 from benchmark.llm.cache import ResponseCache, cache_key
 from benchmark.llm.config import LLMConfig, as_config, script_path
 
+OFFLINE_MOCK, OFFLINE_SCRIPTED = "mock", "scripted"  # the model name offline replies are recorded under
 MAX_BACKOFF_S = 60.0  # cap on one exponential backoff wait
 MAX_ERROR_CHARS = 2000  # provider error texts can be whole HTML pages
 NO_KEY_PLACEHOLDER = "no-key"  # sent to key-less custom endpoints: the OpenAI SDK refuses to send none
@@ -204,6 +205,8 @@ class LLMClient:
         call, failure = self._call_provider(cfg, messages, started, scripted)
         if scripted is not None:  # litellm's mock priced a model nobody called: it cost nothing
             call.usd, call.offline = 0.0, True
+            if call.ok:
+                self._count_offline(call, cfg)
         if self._cache and call.ok:
             self._cache.put(key, {**self._cache_entry(cfg, call), "operator": operator, "position": position})
         self._record(call, operator)
@@ -246,6 +249,21 @@ class LLMClient:
         return call
 
     # -- offline replies --------------------------------------------------------------------------
+
+    def _count_offline(self, call: LLMCall, cfg: LLMConfig) -> None:
+        """Record an offline reply as what it was: the tokens actually sent and received, counted offline by
+        litellm's token counter with the configured model's tokenizer (litellm's mock reports a constant
+        10 + 20), under the offline model's name ("scripted" or "mock"), not a model nobody called."""
+        litellm = import_litellm()
+        try:
+            call.prompt_tokens = int(litellm.token_counter(model=cfg.model, messages=call.messages))
+            call.completion_tokens = int(litellm.token_counter(model=cfg.model, text=call.response,
+                                                               count_response_tokens=True))
+        except Exception:  # no tokenizer for this model: about 4 characters a token (docs/agents.md)
+            call.prompt_tokens = -(-sum(len(str(m.get("content") or "")) for m in call.messages) // 4)
+            call.completion_tokens = -(-len(call.response) // 4)
+        call.reasoning_tokens = 0
+        call.model = OFFLINE_SCRIPTED if self._script is not None else OFFLINE_MOCK
 
     def _scripted_reply(self, operator: str) -> str | None:
         """The next mock or scripted reply (None for a live call). Positions are claimed under a lock

@@ -28,6 +28,7 @@ PROVIDER_KEYS: dict[str, tuple[tuple[str, ...], bool]] = {
     "fireworks_ai": (("FIREWORKS_AI_API_KEY",), False),
 }
 KEYLESS_PROVIDERS = frozenset({"ollama", "ollama_chat", "hosted_vllm", "vllm", "lm_studio"})
+EITHER_KEY_PROVIDERS = frozenset(p for p, (_, any_one) in PROVIDER_KEYS.items() if any_one)  # 0.1.0 named these
 # Bare model names (no "provider/") litellm routes by their family; others are left to litellm.
 BARE_MODEL_PREFIXES = {"gpt-": "openai", "chatgpt-": "openai", "o1": "openai", "o3": "openai", "o4": "openai",
                        "claude-": "anthropic"}

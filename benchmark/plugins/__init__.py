@@ -11,3 +11,10 @@ from benchmark.plugins.manager import ExecutorSpec, Registry, get_registry, hook
 
 __all__ = ["Action", "Agent", "AgentSpec", "Analysis", "ExecutorSpec", "OpContext", "Policy", "Proposal", "Registry",
            "StatelessPolicy", "get_registry", "hookimpl", "hookspec"]
+
+from benchmark.common.moved import Lazy, deprecated_names  # noqa: E402  (after the names that stay)
+
+# Names `benchmark.plugins` had in 0.1.0, when it was one module (now benchmark.plugins.manager).
+__getattr__ = deprecated_names(__name__, {
+    name: (Lazy("benchmark.plugins.manager", name), "import it from benchmark.plugins.manager")
+    for name in ("BUILTIN_PLUGINS", "HookSpecs", "PROJECT")})

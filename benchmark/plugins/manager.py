@@ -68,6 +68,37 @@ class ExecutorSpec:
     description: str = ""  # one line, shown by `run_agent_benchmark.py list executors`
 
 
+@dataclass(frozen=True)
+class PluginFailure:
+    """A plugin package that could not be loaded: what to tell the user when they ask for what it provides."""
+
+    plugin: str  # the entry point's name
+    package: str  # the distribution that declared it ("module <path>" when unknown)
+    error: str  # "ModuleNotFoundError: No module named 'x'"
+    fix: str
+
+    def line(self) -> str:
+        return f"plugin {self.plugin} (package {self.package}) failed to load: {self.error}; {self.fix}"
+
+
+def load_failure(plugin: str, package: str, exc: BaseException) -> PluginFailure:
+    """Why a plugin's import failed, with the fix: a harness module it names that is gone, a missing
+    dependency, or (anything else) a broken package."""
+    from benchmark.common.version import package_version
+
+    __version__ = package_version()
+    error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if missing and missing.split(".")[0] in ("benchmark", "agents", "task_runtime", "researchbench"):
+        fix = (f"it imports {missing}, which researchbench {__version__} does not have; import from researchbench "
+               f"instead (docs/plugins.md), or install a release of {package} made for researchbench {__version__}")
+    elif missing:
+        fix = f"install the module it needs (pip install {missing.split('.')[0]}), or reinstall {package} with its dependencies"
+    else:
+        fix = f"reinstall or upgrade {package} (pip install -U {package}); RESEARCHBENCH_DISABLE_ENTRYPOINTS=1 loads only the built-ins"
+    return PluginFailure(plugin, package, error, fix)
+
+
 @dataclass
 class Registry:
     pm: pluggy.PluginManager
@@ -75,6 +106,7 @@ class Registry:
     tasks: dict[str, Path] = field(default_factory=dict)
     executors: dict[str, ExecutorSpec] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # "name: reason" for plugins that failed
+    failed: list[PluginFailure] = field(default_factory=list)  # plugins whose import failed, with the fix
     # (kind, name) -> who registered it: BUILTIN, or "package <distribution>" for an installed plugin
     sources: dict[tuple[str, str], str] = field(default_factory=dict)
 
@@ -157,8 +189,16 @@ def get_registry() -> Registry:
         for ep in importlib.metadata.entry_points(group=PROJECT):
             if pm.has_plugin(ep.name):
                 continue
+            package = ep.dist.name if ep.dist is not None else f"module {ep.value}"
             try:
                 plugin = ep.load()
+            except Exception as exc:  # ImportError and whatever its module raises on import
+                failure = load_failure(ep.name, package, exc)
+                registry.failed.append(failure)
+                registry.skipped.append(f"{ep.name}: {failure.error}")
+                log.warning("researchbench: skipping %s", failure.line())
+                continue
+            try:
                 problem = api_version_problem(ep.name, getattr(plugin, API_ATTRIBUTE, None))
                 if not problem:
                     pm.register(plugin, name=ep.name)

@@ -53,6 +53,21 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def _sweep() -> dict[str, Any] | None:
+    """The sweep (`-m`) this process runs a job of: its folder and the job's number; None outside one. The
+    scorer's MLflow export makes a sweep one parent run with its jobs as children."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+            return None
+        hydra = HydraConfig.get()
+        return {"dir": str(Path(hydra.sweep.dir).resolve()), "job": int(hydra.job.num)}
+    except Exception:  # no Hydra context (a run started in process): not a sweep's job
+        return None
+
+
 def provenance(spec: TaskSpec, cfg: DictConfig) -> dict[str, Any]:
     """Where the run's numbers come from; `environment` says whether this machine matched the lock
     (benchmark.tasks.lock), so the scorer never pools runs of different environments silently."""
@@ -61,6 +76,7 @@ def provenance(spec: TaskSpec, cfg: DictConfig) -> dict[str, Any]:
         "python": sys.version.split()[0], "platform": platform.platform(),
         "libraries": {name: v for name in LIBRARIES if (v := _version(name))},
         "environment": current_environment(requirement_versions(spec)).as_json(),
+        "sweep": _sweep(),
     }
 
 
@@ -89,6 +105,7 @@ def build(run: Run, status: str, abort_cause: str | None = None) -> dict[str, An
     summary: dict[str, Any] = {
         "status": status,
         "agent": run.agent_spec.name,
+        "uses_llm": bool(run.agent_spec.uses_llm),  # the scorer groups by this, never by what is installed then
         "task": spec.name,
         "task_version": spec.version,
         "domain": spec.domain,

@@ -9,5 +9,5 @@ diagnostics, regimes) -> noise_gap (the best node's val->test drop against the t
 power, aggregates) -> tables (per run, groups, raw) and comparisons (across agents: shared tasks,
 paired, domains) -> plots / report (HTML). embeddings holds the GraphCodeBERT encoder; export writes
 a finished run's best_solution/ and report.html. pipeline runs them all; heavy libraries (torch,
-transformers, matplotlib, statsmodels) load only where used.
+transformers, matplotlib, scipy) load only where used.
 """

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import lru_cache
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Iterable
 
 GROUP_KEYS = ("agent", "task", "version", "budget", "llm", "config")
 NEVER_POOLED = ("version", "budget", "llm")  # a grouping may leave these out only where they do not vary
@@ -27,26 +26,25 @@ def _digest(value: Any, length: int = 6) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:length]
 
 
-@lru_cache(maxsize=None)
-def uses_llm(agent: str) -> bool:
-    """Whether the agent asks an LLM (its registered spec); an agent not installed here is assumed to."""
-    try:
-        from benchmark.plugins.manager import get_registry
+def uses_llm(summary: dict[str, Any], nodes: Iterable[Any] = ()) -> bool:
+    """Whether the run asked an LLM, from what it recorded: summary.json's `uses_llm`, or for a run written
+    before that was recorded, whether any LLM call was accounted (the summary's totals or a node's calls).
+    Never from the agent's plugin: whether it is importable when scoring must not change a run's group."""
+    recorded = summary.get("uses_llm")
+    if isinstance(recorded, bool):
+        return recorded
+    usage = summary.get("llm") if isinstance(summary.get("llm"), dict) else {}
+    return bool(usage.get("calls")) or any(getattr(node, "llm_calls", None) for node in nodes)
 
-        spec = get_registry().agents.get(agent)
-    except Exception:  # a broken plugin environment must not stop scoring
-        return True
-    return True if spec is None else bool(spec.uses_llm)
 
-
-def llm_source(config: dict[str, Any], agent: str) -> str:
+def llm_source(config: dict[str, Any], asks_llm: bool) -> str:
     """Where the run's replies came from, as a short label.
 
     `none` (the agent asks no LLM), `scripted:<file>#<hash of its path>`, `mock#<hash of the replies>`,
     `replay:<model>` (replies read back from a recording of that model), or the live model, with
     `@<api_base>` when a custom endpoint served it and any per-operator model overrides.
     """
-    if not uses_llm(agent):
+    if not asks_llm:
         return NO_LLM
     llm = config.get("llm")
     if not isinstance(llm, dict):
@@ -65,10 +63,10 @@ def llm_source(config: dict[str, Any], agent: str) -> str:
     return f"replay:{live}" if llm.get("cache") == "replay" else live
 
 
-def config_label(config: dict[str, Any], agent: str) -> str:
+def config_label(config: dict[str, Any], asks_llm: bool) -> str:
     """A short hash of what the agent was configured to do (not seed, task, budget, paths or reply source)."""
     plain = {k: v for k, v in config.items() if k not in _NOT_CONFIG}
     llm = plain.pop("llm", None)
-    if isinstance(llm, dict) and uses_llm(agent):  # the source is its own key; sampling settings stay here
+    if isinstance(llm, dict) and asks_llm:  # the source is its own key; sampling settings stay here
         plain["llm"] = {k: v for k, v in llm.items() if k in _LLM_BEHAVIOUR}
     return _digest(plain, 8)

@@ -1,10 +1,14 @@
 """Scored runs into MLflow (`compute_agent_metrics.py RESULTS --mlflow [URI]`), for researchers who keep
 their results there: one MLflow run per researchbench run, in the experiment EXPERIMENT.
 
-Each MLflow run gets params (agent, task, seed, budget, LLM, ...), metrics (every number of the run's
-row in runs.csv: final hidden test, achievement, process metrics; and the validation score per step,
-step 0 being the baseline), and artifacts (the best node's files and the run's report page, both
-made from the run's own records). Re-exporting never duplicates: each MLflow run is tagged with its
+Each MLflow run follows MLflow's conventions: the run's own start and end (its first node's creation and
+its final record, not the export's time), params (agent, task, seed, budget, LLM, ..., and every setting of
+the run's resolved config flattened, `agent.max_debug_depth`, `llm.model`, ...), the framework's commit as
+`mlflow.source.git.commit`, metrics (every number of the run's row in runs.csv: final hidden test,
+achievement, process metrics; and the validation score per step, step 0 being the baseline), and artifacts
+(the resolved config as config.yaml, the best node's files and the run's report page, all made from the
+run's own records). The jobs of one sweep (`-m`, recorded in each run's provenance) are children of one
+parent run named after the sweep. Re-exporting never duplicates: each MLflow run is tagged with its
 run directory and a fingerprint of what was logged; an unchanged run is skipped, a changed one (a
 run that went on, a new metric) replaces its older MLflow run (deleted, so `mlflow gc` can purge it).
 
@@ -21,7 +25,6 @@ import json
 import logging
 import math
 import tempfile
-import time
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
@@ -37,10 +40,14 @@ from benchmark.scoring.runs import RunRecord, is_ok
 EXPERIMENT = "researchbench"
 STORE_DIR = "mlruns"  # the default local store, in the metric report's folder
 RUN_TAG = "researchbench.run_dir"
+SWEEP_TAG = "researchbench.sweep_dir"  # on a sweep's parent run
+GIT_TAG = "mlflow.source.git.commit"
+PARENT_TAG = "mlflow.parentRunId"
+PARAMS_PER_BATCH = 100  # MLflow's limit of params per log_batch call
+MAX_PARAM_CHARS = 6000  # MLflow's limit of a param value
 FINGERPRINT_TAG = "researchbench.fingerprint"
 INSTALL = "pip install -e '.[tracking]'"
 NOT_METRICS = {"seed", "repeat"}  # numbers of the runs table that are identity, not measurements
-BATCH = 1000  # MLflow's limit of metrics per log_batch call
 
 
 def missing_mlflow() -> str:
@@ -72,10 +79,55 @@ def metric_name(column: str) -> str:
     return "_".join(part for part in name.split("_") if part)
 
 
+def flat_params(config: dict[str, Any]) -> dict[str, str]:
+    """The resolved config's sections (agent, llm, budget, executor, task, ...) as dotted params; lists as JSON.
+    Top-level scalars (seed, paths) are left out: the identity params already say them."""
+    flat: dict[str, str] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for key, item in value.items():
+                walk(f"{prefix}.{key}", item)
+        else:
+            text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+            flat[prefix] = text if len(text) <= MAX_PARAM_CHARS else text[:MAX_PARAM_CHARS - 3] + "..."
+
+    for section, value in config.items():
+        if isinstance(value, dict):
+            walk(str(section), value)
+    return flat
+
+
+def git_commit(run: RunRecord) -> str | None:
+    """The framework commit the run recorded (without its '+dirty' mark), or None."""
+    head = str((run.summary.get("provenance") or {}).get("framework_git") or "")
+    head = head.removesuffix("+dirty")
+    return head if len(head) == 40 and all(c in "0123456789abcdef" for c in head) else None
+
+
+def run_times(run: RunRecord) -> tuple[int, int]:
+    """The run's own start and end in epoch milliseconds: its first node's creation (else its end less its
+    wall time) and its final record."""
+    end = run.finished_at
+    created = [n.created_at for n in run.nodes if isinstance(n.created_at, (int, float)) and n.created_at > 0]
+    wall = run.summary.get("wall_seconds")
+    start = min(created) if created else end - (float(wall) if isinstance(wall, (int, float)) else 0.0)
+    return int(min(start, end) * 1000), int(end * 1000)
+
+
+def sweep_dir(run: RunRecord) -> str | None:
+    """The folder of the sweep the run was a job of (recorded in its provenance), or None."""
+    sweep = (run.summary.get("provenance") or {}).get("sweep")
+    return str(sweep["dir"]) if isinstance(sweep, dict) and sweep.get("dir") else None
+
+
 def payload(run: RunRecord, row: dict[str, Any]) -> Payload:
     params = {"agent": run.agent, "task": run.task, "seed": str(run.seed), "budget": run.budget_label,
               "llm": run.llm_label, "task_version": run.task_version, "config": run.config_label,
-              "variant": str(row.get("variant", run.agent)), "metric": f"{run.metric.name} ({run.metric.direction})"}
+              "variant": str(row.get("variant", run.agent)), "metric": f"{run.metric.name} ({run.metric.direction})",
+              **flat_params(run.config)}
+    if (sweep := sweep_dir(run)) is not None:
+        params["sweep"] = sweep
     metrics = {metric_name(k): float(v) for k, v in row.items()
                if k not in NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
     val: list[tuple[int, float]] = []
@@ -90,7 +142,8 @@ def payload(run: RunRecord, row: dict[str, Any]) -> Payload:
     html = run_html(run)
     best_files = sorted(run.best.files.items()) if run.best else []
     fingerprint = hashlib.sha256(json.dumps(
-        [params, metrics, val, best_files, hashlib.sha256(html.encode()).hexdigest()], sort_keys=True).encode()
+        [params, metrics, val, best_files, hashlib.sha256(html.encode()).hexdigest(), run_times(run), git_commit(run)],
+        sort_keys=True).encode()
     ).hexdigest()[:16]
     return Payload(params, metrics, {"val": val, "best_val_so_far": best}, html, fingerprint)
 
@@ -134,6 +187,7 @@ def _export(tracking: str, folder: Path | None, runs: list[RunRecord], table: pd
     logged = _logged_runs(client, experiment_id)
     rows = {str(r["run"]): r for r in table.to_dict("records")}
     counts = {"new": 0, "updated": 0, "unchanged": 0}
+    parents = _sweep_parents(client, experiment_id, runs)
     for run in runs:
         key = str(run.run_dir.resolve())
         data = payload(run, rows.get(str(run.run_dir), {}))
@@ -145,9 +199,39 @@ def _export(tracking: str, folder: Path | None, runs: list[RunRecord], table: pd
         if same is not None:
             counts["unchanged"] += 1
             continue
-        _log(client, experiment_id, run, key, data)
+        _log(client, experiment_id, run, key, data, parents.get(sweep_dir(run) or ""))
         counts["updated" if earlier else "new"] += 1
     return counts
+
+
+def _sweep_parents(client: Any, experiment_id: str, runs: list[RunRecord]) -> dict[str, str]:
+    """One parent MLflow run per sweep among `runs` (found again by its tag on a re-export): sweep dir -> id.
+    It spans its jobs' times; its name is the sweep's folder (`.multirun/<time>`)."""
+    sweeps: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        if (sweep := sweep_dir(run)) is not None:
+            sweeps.setdefault(sweep, []).append(run)
+    parents: dict[str, str] = {}
+    for sweep, members in sorted(sweeps.items()):
+        found = client.search_runs([experiment_id], filter_string=f"tags.`{SWEEP_TAG}` = '{_quoted(sweep)}'",
+                                   max_results=1)
+        times = [run_times(run) for run in members]
+        if found:
+            parents[sweep] = found[0].info.run_id
+            client.set_terminated(parents[sweep], "FINISHED", end_time=max(end for _, end in times))
+            continue
+        name = f"sweep {Path(sweep).name} ({len(members)} jobs)"
+        parent = client.create_run(experiment_id, run_name=name, start_time=min(start for start, _ in times),
+                                   tags={SWEEP_TAG: sweep})
+        client.log_param(parent.info.run_id, "sweep", sweep)
+        client.set_terminated(parent.info.run_id, "FINISHED", end_time=max(end for _, end in times))
+        parents[sweep] = parent.info.run_id
+    return parents
+
+
+def _quoted(text: str) -> str:
+    """A value inside an MLflow filter string's single quotes."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def _logged_runs(client: Any, experiment_id: str) -> dict[str, list[Any]]:
@@ -164,23 +248,30 @@ def _logged_runs(client: Any, experiment_id: str) -> dict[str, list[Any]]:
             return found
 
 
-def _log(client: Any, experiment_id: str, run: RunRecord, key: str, data: Payload) -> None:
+def _log(client: Any, experiment_id: str, run: RunRecord, key: str, data: Payload, parent: str | None) -> None:
     """One MLflow run; the fingerprint tag goes last, so a run cut short is replaced on the next export."""
+    import yaml
     from mlflow.entities import Metric, Param
 
     name = f"{run.agent}/{run.task}/s{run.seed} ({run.run_dir.name})"
-    mlflow_run = client.create_run(experiment_id, run_name=name,
-                                   tags={RUN_TAG: key, "researchbench.run_id": run.run_dir.name})
+    started, ended = run_times(run)
+    tags = {RUN_TAG: key, "researchbench.run_id": run.run_dir.name}
+    if (commit := git_commit(run)) is not None:
+        tags[GIT_TAG] = commit
+    if parent is not None:
+        tags[PARENT_TAG] = parent
+    mlflow_run = client.create_run(experiment_id, run_name=name, start_time=started, tags=tags)
     run_id = mlflow_run.info.run_id
-    now = int(time.time() * 1000)
-    metrics = [Metric(k, v, now, 0) for k, v in sorted(data.metrics.items())]
-    metrics += [Metric(k, v, now, step) for k, points in data.series.items() for step, v in points]
+    metrics = [Metric(k, v, ended, 0) for k, v in sorted(data.metrics.items())]
+    metrics += [Metric(k, v, ended, step) for k, points in data.series.items() for step, v in points]
     params = [Param(k, v) for k, v in sorted(data.params.items())]
-    for start in range(0, max(len(metrics), 1), BATCH):
-        client.log_batch(run_id, metrics=metrics[start:start + BATCH], params=params if start == 0 else [])
+    for start in range(0, max(len(metrics), len(params), 1), PARAMS_PER_BATCH):  # 100 params, 1000 metrics a call
+        end = start + PARAMS_PER_BATCH
+        client.log_batch(run_id, metrics=metrics[start:end], params=params[start:end])
+    client.log_text(run_id, yaml.safe_dump(run.config, sort_keys=False), "config.yaml")
     client.log_text(run_id, data.html, REPORT)
     with tempfile.TemporaryDirectory() as tmp:
         if write_best_files(run, Path(tmp) / "best_solution"):
             client.log_artifacts(run_id, str(Path(tmp) / "best_solution"), "best_solution")
     client.set_tag(run_id, FINGERPRINT_TAG, data.fingerprint)
-    client.set_terminated(run_id, "FINISHED")
+    client.set_terminated(run_id, "FINISHED", end_time=ended)

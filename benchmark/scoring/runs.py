@@ -97,12 +97,17 @@ class RunRecord:
         return label
 
     @property
+    def uses_llm(self) -> bool:
+        """Whether the run asked an LLM, as it recorded it (keys.uses_llm)."""
+        return keys.uses_llm(self.summary, self.nodes)
+
+    @property
     def config_label(self) -> str:
-        return keys.config_label(self.config, self.agent)
+        return keys.config_label(self.config, self.uses_llm)
 
     @property
     def llm_label(self) -> str:
-        return keys.llm_source(self.config, self.agent)
+        return keys.llm_source(self.config, self.uses_llm)
 
     @property
     def finished_at(self) -> float:

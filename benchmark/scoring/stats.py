@@ -1,6 +1,6 @@
 """Statistics that keep comparisons honest: mean and SEM over seeds, bootstrap CIs, paired comparisons and
 the number of pairs they would need for 80% power, FARBench's domain-balanced aggregate. Deterministic
-(fixed bootstrap seed); statsmodels is imported only for the power computation."""
+(fixed bootstrap seed); scipy is imported only for the power computation."""
 
 from __future__ import annotations
 
@@ -60,10 +60,11 @@ def paired(a: dict[tuple, float], b: dict[tuple, float]) -> dict[str, float]:
 
 def pairs_for_power(diffs: Sequence[float], power: float = POWER, alpha: float = ALPHA) -> float:
     """The fewest pairs with which a two-sided paired t-test at `alpha` detects the observed mean difference
-    with probability `power`, taking the observed SD of the differences as the truth (statsmodels'
-    TTestPower: the noncentral t; the normal approximation only where that returns NaN, far out where
-    the power is about 1). NaN below two differences (no SD);
-    inf when the mean difference is 0; 2 when every difference is the same nonzero value."""
+    with probability `power`, taking the observed SD of the differences as the truth (the noncentral t, as
+    statsmodels' TTestPower computes it, from scipy, which scikit-learn already installs: `--compare` needs
+    no extra; the normal approximation only where that returns NaN, far out where the power is about 1).
+    NaN below two differences (no SD); inf when the mean difference is 0; 2 when every difference is the
+    same nonzero value."""
     arr = finite(diffs)
     if len(arr) < 2:
         return math.nan
@@ -72,14 +73,15 @@ def pairs_for_power(diffs: Sequence[float], power: float = POWER, alpha: float =
         return math.inf
     if sd == 0 or abs(mean) / sd > 1e6:  # no spread: the smallest sample a t-test can use
         return 2.0
-    from scipy.stats import norm
-    from statsmodels.stats.power import TTestPower
+    from scipy.stats import nct, norm, t
 
-    test, effect = TTestPower(), abs(mean) / sd
+    effect = abs(mean) / sd
+
     def enough(n: int) -> bool:
-        value = float(test.power(effect_size=effect, nobs=n, alpha=alpha, alternative="two-sided"))
+        nc, df = effect * math.sqrt(n), n - 1
+        value = float(nct.sf(t.isf(alpha / 2, df), df, nc) + nct.cdf(t.ppf(alpha / 2, df), df, nc))
         if math.isnan(value):  # the noncentral t loses precision far out (large d * sqrt(n)): normal approximation
-            nc, z = effect * math.sqrt(n), float(norm.ppf(1 - alpha / 2))
+            z = float(norm.ppf(1 - alpha / 2))
             value = float(norm.cdf(nc - z) + norm.cdf(-nc - z))
         return value >= power
     if enough(2):
