@@ -4,16 +4,19 @@ the true labels.
     python benchmarks/oracle_domain_generalization.py
 
 The generator (ml_tasks/domain_generalization/prepare.py) is known: the target is the digit's group
-(0-4 or 5-9), the colour is a spurious channel whose link to the target flips between the evaluation
-environments, and the 128 columns are the two channels' 64 pixels in a fixed, undisclosed order. The
-score is the worse environment's accuracy, so the minimax rule ignores the colour (any use of it that
-helps in one environment hurts in the other) and the best achievable is the best shape classifier.
-The oracle knows what no estimator is told: the column order (it un-permutes the columns and adds the
-two channels into the 8x8 image itself, no matching error) and every training image's true digit
-(not the observed label, 25% of which is flipped). It trains RBF support vector machines and
-k-nearest neighbours on the training images with those labels (predicting the digit, then its group,
-or the group directly), picks the best on validation `worst_env_accuracy` and scores it once on the
-hidden test set with the task's own evaluator. Under a CPU-minute.
+(0-4 or 5-9); the 8x8 digit sits at a random offset on a 10x10 canvas; two spurious features, a colour
+(the channel the canvas is drawn in) and a brightness (full or dimmed strokes), follow the observed
+label at per-environment rates and flip between the evaluation environments; the 200 columns are the
+two channels' 100 values in a fixed, undisclosed order. The score is the worse environment's
+accuracy, so the minimax rule ignores both spurious features (any use of them that helps in one
+environment hurts in the other) and the best achievable is the best shape classifier. The oracle
+replays the generator (`generate()`) and knows what no estimator is told: the column order (it
+un-permutes the columns and adds the two channels), each row's offset (it cuts the 8x8 digit back out
+of the canvas), its brightness (it undoes the dimming, up to the rounding) and every training image's
+true digit (not the observed label, 25% of which is flipped). It trains RBF support vector machines
+and k-nearest neighbours on the recovered training images with those labels (predicting the digit,
+then its group, or the group directly), picks the best on validation `worst_env_accuracy` and scores
+it once on the hidden test set with the task's own evaluator. Under a CPU-minute.
 """
 
 from __future__ import annotations
@@ -25,8 +28,7 @@ import numpy as np
 import pandas as pd
 
 from oracle_common import conclude, evaluate, prepared, report
-from task_runtime.datasets import stratified_split
-from task_runtime.digits import PIXEL_MAX, digit_pixels
+from task_runtime.digits import PIXEL_MAX
 
 
 def generator(task):
@@ -36,11 +38,17 @@ def generator(task):
     return module
 
 
-def colour_blind(frame: pd.DataFrame, order: np.ndarray, features: list[str]) -> np.ndarray:
-    """The 8x8 image (scaled to [0, 1]) whichever channel holds it: the generator's columns, un-permuted."""
-    channelled = np.zeros((len(frame), 128))
-    channelled[:, order] = frame[features].to_numpy(dtype=float)  # stored column j is channel column order[j]
-    return (channelled[:, :64] + channelled[:, 64:]) / PIXEL_MAX
+def digit_images(frame: pd.DataFrame, hidden: pd.DataFrame, order: np.ndarray, gen) -> np.ndarray:
+    """The 8x8 digit (scaled to [0, 1]) behind each stored row: the columns un-permuted, the channels added,
+    the digit cut out at its offset and the dimming undone."""
+    hidden = hidden.set_index("id").loc[frame["id"]]
+    channelled = np.zeros((len(frame), 2 * gen.PIXELS))
+    channelled[:, order] = frame[gen.FEATURES].to_numpy(dtype=float)  # stored column j is channel column order[j]
+    canvas = (channelled[:, :gen.PIXELS] + channelled[:, gen.PIXELS:]).reshape(len(frame), gen.CANVAS, gen.CANVAS)
+    out = np.stack([canvas[i, dy:dy + 8, dx:dx + 8].ravel() for i, (dy, dx)
+                    in enumerate(hidden[["offset_y", "offset_x"]].to_numpy())])
+    scale = np.where(hidden["bright"].to_numpy() == 1, 1.0, gen.DIM)
+    return out / scale[:, None] / PIXEL_MAX
 
 
 def candidates() -> dict[str, tuple[object, bool]]:
@@ -58,15 +66,13 @@ def candidates() -> dict[str, tuple[object, bool]]:
 def main() -> int:
     task = prepared("domain_generalization")
     gen = generator(task)
-    images, digit = digit_pixels()
-    rng = np.random.default_rng(gen.SEED)  # prepare.py's draws, in prepare.py's order
-    order = rng.permutation(128)
-    split = stratified_split(digit, gen.FRACTIONS, rng)
-    train = split["train"]
-    x_train, d_train = images[train] / PIXEL_MAX, digit[train]
+    tables, order = gen.generate()  # prepare.py's draws, replayed
     public = pd.read_csv(task.public_dir / "train.csv")
-    seen = colour_blind(public, order, gen.FEATURES)
-    assert np.array_equal(np.sort(seen, axis=0), np.sort(x_train, axis=0)), "the replayed generator disagrees"
+    replayed = tables["train"].set_index("id").loc[public["id"]]
+    assert np.array_equal(replayed[gen.FEATURES].to_numpy(), public[gen.FEATURES].to_numpy()), \
+        "the replayed generator disagrees"
+    x_train = digit_images(public, tables["train"], order, gen)
+    d_train = replayed["digit"].to_numpy()
     inputs = {"val": pd.read_csv(task.public_dir / "val_inputs.csv"),
               "test": pd.read_csv(task.test_inputs_dir / "test_inputs.csv")}
     metric = task.spec.metric.name
@@ -77,7 +83,7 @@ def main() -> int:
             model.fit(x_train, d_train if by_digit else (d_train >= 5).astype(int))
         scores = {}
         for phase, frame in inputs.items():
-            pred = model.predict(colour_blind(frame, order, gen.FEATURES))
+            pred = model.predict(digit_images(frame, tables[phase], order, gen))
             labels = pd.DataFrame({"id": frame["id"], "label": ((pred >= 5) if by_digit else pred).astype(int)})
             scores[phase] = evaluate(task, phase, lambda out, f=labels: f.to_csv(out / "predictions.csv", index=False))
         report(task, name, scores["val"], scores["test"])

@@ -29,7 +29,7 @@ from task_runtime.digits import scaled_pixels
 from task_runtime.rowwise import predict_per_row
 
 HERE = Path(__file__).resolve().parent
-FEATURES = [f"x{i}" for i in range(128)]
+FEATURES = [f"x{i}" for i in range(200)]
 
 
 def run(args: DriverArgs) -> None:

@@ -33,7 +33,7 @@ def _penalty(algorithm: str, logits: list[torch.Tensor], targets: list[torch.Ten
 
 
 def fit(x: np.ndarray, y: np.ndarray, env: np.ndarray, params: dict, device: str) -> nn.Module:
-    """x: (n, 128) float32 in [0, 1]; y: (n,) observed 0/1 labels; env: (n,) training environment 0/1."""
+    """x: (n, 200) float32 in [0, 1]; y: (n,) observed 0/1 labels; env: (n,) training environment 0/1."""
     algorithm = params["algorithm"]
     if algorithm not in ("erm", "irm", "vrex"):
         raise ValueError(f"unknown algorithm {algorithm!r}; use erm, irm or vrex")

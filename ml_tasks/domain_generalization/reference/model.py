@@ -1,16 +1,19 @@
-"""Reference solution: recover a colour-blind image from the environments' structure, then fit a kernel SVM.
+"""Reference solution: recover a colour- and brightness-blind image from the environments' structure, then fit
+a kernel SVM.
 
-The 128 features hold the digit in one of two channels (the spurious colour); which channel a row
-uses follows the label in training and is reversed in half of the evaluation rows. The structure is
-visible in the training data alone:
+The 200 features hold the digit's 10x10 canvas in one of two channels (the spurious colour); which channel
+a row uses follows the label in training and is reversed in half of the evaluation rows; so does the
+strokes' brightness (full or dimmed). The structure is visible in the training data alone:
 1. Channels: columns that are never non-zero in the same row belong to different channels; the two
    largest connected components of the "non-zero together" graph are the channels.
 2. Matching: each column of one channel is the same pixel position as one column of the other. A
    first assignment (Hungarian) matches per-column statistics within each channel's rows (mean per
    observed label, standard deviation); it is refined by matching each column's correlations with the
    already-matched columns (the image's correlation structure is the same in both channels).
-3. The colour-blind image adds each matched pair, so a row looks the same in either colour; an RBF
-   SVM on it learns shape only, and symmetric label noise leaves its decision rule unbiased.
+3. The colour-blind image adds each matched pair, so a row looks the same in either colour, and is
+   divided by its brightest value, so full and dimmed strokes look the same; an RBF SVM on it learns
+   shape only (the digit's position on the canvas is left to the kernel), and symmetric label noise
+   leaves its decision rule unbiased.
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ class ColourBlind:
         self.svm = svm
 
     def image(self, x: np.ndarray) -> np.ndarray:
-        return x[:, self.first] + x[:, self.second]
+        merged = x[:, self.first] + x[:, self.second]
+        return merged / np.maximum(merged.max(axis=1, keepdims=True), 1e-6)  # full or dimmed strokes alike
 
 
 def fit(x: np.ndarray, y: np.ndarray, env: np.ndarray, params: dict, device: str) -> ColourBlind:
