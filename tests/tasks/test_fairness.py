@@ -57,7 +57,7 @@ def test_the_parity_charge_is_the_same_smooth_rule_on_val_and_test(prepared, tmp
     y, a = labels["y"].to_numpy(), labels["a"].to_numpy()
     n0, n1 = int((a == 0).sum()), int((a == 1).sum())
     tolerance = 1 / (2 * n0) + 1 / (2 * n1)  # the largest gap equal quotas can leave: rounding to whole people
-    assert (n0, n1) == (774, 499) and round(tolerance, 4) == 0.0016
+    assert (n0, n1) == {"val": (774, 500), "test": (774, 499)}[phase] and round(tolerance, 4) == 0.0016
     assert "0.0016" in (task_dir(TASK) / "description.md").read_text()
 
     def scored(pred: np.ndarray) -> dict[str, float]:
@@ -78,7 +78,7 @@ def test_the_parity_charge_is_the_same_smooth_rule_on_val_and_test(prepared, tmp
     assert metrics["accuracy_at_parity"] == pytest.approx(metrics["accuracy"] - metrics["parity_penalty"], abs=1e-12)
     assert metrics["accuracy_at_parity"] > metrics["accuracy"] - 3 * 2 / n1 > 0.8
     metrics = scored(y)
-    assert metrics["accuracy"] == 1.0 and metrics["dpd"] > 0.1
+    assert metrics["accuracy"] == 1.0 and metrics["dpd"] > 0.05
     assert metrics["accuracy_at_parity"] == pytest.approx(1.0 - 3 * (metrics["dpd"] - tolerance), abs=1e-12)
     assert metrics["accuracy_at_parity"] < spec.metric.best_possible  # the best decisions the rule allows score more
     assert evaluator.PENALTY == 3.0
@@ -107,7 +107,7 @@ def test_label_blind_predictors_cannot_beat_the_floor(prepared, tmp_path, kind):
 @pytest.mark.parametrize("phase", ["val", pytest.param("test", marks=pytest.mark.slow)])
 def test_trivial_overlays_score_as_documented(prepared, phase):
     """Run for real: the majority-label overlay scores the floor on val; the fairness-unaware model pays for its
-    parity gap (0.14-0.19) and lands well below the floor (tests/test_tasks.py checks both stay at or below it)."""
+    parity gap (about 0.25) and lands well below the floor (tests/test_tasks.py checks both stay at or below it)."""
     spec = prepared.spec
     assert spec.checks.trivial == ("checks/constant", "checks/unaware")
     unaware = overlay_run(TASK, "checks/unaware", phase).outcome
