@@ -213,3 +213,32 @@ def test_modal_launcher_on_the_stand_in(toy, tmp_path: Path) -> None:
     # agent code in the run's own sandbox was allowed knowingly; its sandbox was pinned to bubblewrap
     assert all(json.loads(p.read_text())["sandbox"] == "bwrap" for p in summaries)
     assert list((tmp_path / "results").glob(".multirun/*/0/run.log"))
+
+
+def test_a_sweeps_folder_scores_exactly_its_runs(toy, tmp_path: Path, capsys) -> None:
+    """Issue 26 (new user 7): the scorer takes a sweep's folder and scores the runs its jobs named, a
+    resumed ("nothing to do") job's run among them, and no run of another sweep in the same results."""
+    import runpy
+    import time
+
+    from conftest import REPO
+
+    common = ["agent=optuna", "task=toy", "budget.steps=1", f"results_dir={tmp_path}", "quiet=true"]
+    assert run_cli("-m", *common, "seed=0").returncode == 0
+    time.sleep(1.1)  # the sweep folder is named by the second it started
+    proc = run_cli("-m", *common, "seed=0,1", "sweep_view=compact")
+    assert proc.returncode == 0, proc.stderr
+    first, second = sorted((tmp_path / ".multirun").iterdir())
+    score = runpy.run_path(str(REPO / "compute_agent_metrics.py"))["main"]
+    capsys.readouterr()
+    assert score([str(second), "--no-embeddings", "--no-plots", "--no-html"]) == 0
+    out = capsys.readouterr().out
+    assert "Raw scores (2 runs;" in out
+    assert (tmp_path / "metric_reports" / f"sweep_{second.name}" / "runs.csv").is_file()
+    assert score([str(first), "--no-embeddings", "--no-plots", "--no-html"]) == 0
+    assert "Raw scores (1 runs;" in capsys.readouterr().out
+    (second / "0" / "run.json").unlink()
+    (second / "1" / "run.json").unlink()
+    assert score([str(second), "--no-embeddings", "--no-plots", "--no-html"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "pass its results folder instead" in err and len(err.splitlines()) == 1
