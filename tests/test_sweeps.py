@@ -242,3 +242,19 @@ def test_a_sweeps_folder_scores_exactly_its_runs(toy, tmp_path: Path, capsys) ->
     assert score([str(second), "--no-embeddings", "--no-plots", "--no-html"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "pass its results folder instead" in err and len(err.splitlines()) == 1
+
+
+def test_the_sweep_table_is_drawn_by_rich_without_markup_or_cut_paths() -> None:
+    """Issue 26 (new user 6): rich draws the table (right-aligned numbers, a rule under the heading); a cause
+    quoting agent text stays literal, a long path is neither wrapped nor cut."""
+    from benchmark.launch.sweep_table import COLUMNS, render
+
+    where = "/results/" + "x" * 300 + "/run (aborted: [bold red]boom[/] \x1b[2J)"
+    text = render([("aide", "toy", "0", "0.5", "0.25", "0.71", "$0.00", where),
+                   ("optuna", "toy", "12", "-", "-", "-", "-", "/r/b (no summary)")])
+    head, rule, first, second = text.splitlines()
+    assert head.split()[:3] == ["agent", "task", "seed"] and set(rule) == {"─"}
+    assert first.endswith(where) and "[bold red]boom[/]" in first  # inert() sanitizes it when printed
+    end = head.index("seed") + len("seed")  # seeds right-aligned under their heading
+    assert first.index(" 0 ") + 2 == end and second.index("12") + 2 == end
+    assert [c for c in COLUMNS if c in head] == list(COLUMNS)
