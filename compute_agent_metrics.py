@@ -1,4 +1,4 @@
-"""Score runs: `python compute_agent_metrics.py results/` (or results/<agent>, or one run dir).
+"""Score runs: `python compute_agent_metrics.py results/` (or results/<agent>, one run dir, or a sweep's folder).
 
 Writes CSV and markdown tables, plots and a static HTML report beside the results
 (<results' parent>/metric_reports/<results' name>/ unless --out is given) and prints the headline
@@ -24,7 +24,8 @@ def _names(values: list[str] | None) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", type=Path, help="a results directory (any level: all, one agent, one run)")
+    parser.add_argument("results", type=Path, help="a results directory (any level: all, one agent, one run) or a sweep's folder "
+                             "(results/.multirun/<time>: the runs of that sweep)")
     parser.add_argument("--out", type=Path, help="where to write (default: metric_reports/<name> beside the results)")
     parser.add_argument("--agent", action="append", help="only these agents (repeat or comma-separate)")
     parser.add_argument("--task", action="append", help="only these tasks (repeat or comma-separate)")
@@ -85,8 +86,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def default_out(results: Path) -> Path:
     """Beside the results, never in the current directory nor inside a run: results/aide ->
-    results/metric_reports/aide; results/ -> metric_reports/results."""
+    results/metric_reports/aide; results/ -> metric_reports/results; a sweep's folder
+    results/.multirun/<time> -> results/metric_reports/sweep_<time>."""
     results = results.resolve()
+    if results.parent.name == ".multirun":
+        return results.parent.parent / "metric_reports" / f"sweep_{results.name}"
     return results.parent / "metric_reports" / results.name
 
 

@@ -30,8 +30,9 @@ from benchmark.common.errors import InfrastructureFailure, UserError  # noqa: E4
 from benchmark.common.inert_text import inert  # noqa: E402
 from benchmark.launch.sweep import print_job_configs  # noqa: E402
 from benchmark.launch.sweep_output import job_output, sweep_view  # noqa: E402
-from benchmark.launch.sweep_table import print_sweep_table  # noqa: E402
+from benchmark.launch.sweep_table import print_sweep_table, run_dir  # noqa: E402
 from benchmark.plugins.manager import get_registry  # noqa: E402
+from benchmark.records.sweep_jobs import record_job_run  # noqa: E402
 from benchmark.run.config import register_configs  # noqa: E402
 
 
@@ -41,7 +42,9 @@ def main(cfg: DictConfig) -> None:
     if hydra_cfg.mode != RunMode.MULTIRUN:
         run(cfg)
         return
-    with job_output(cfg, Path(hydra_cfg.runtime.output_dir)):  # a sweep's job: labelled, and logged
+    job_dir = Path(hydra_cfg.runtime.output_dir)
+    record_job_run(job_dir, run_dir(cfg))  # so the scorer can take the sweep's folder
+    with job_output(cfg, job_dir):  # a sweep's job: labelled, and logged
         run(cfg)
 
 

@@ -29,10 +29,24 @@ def test_cfg_job_resolves_the_budget_and_types_every_field() -> None:
     untyped = [line for line in body if "  # " not in line]
     assert not untyped, untyped
     for expected in ("seed: 0  # int", "  bwrap: null  # str | None", "  gpus: []  # list[int]",
-                     "agent:  # OptunaConfig", "  operators: {}  # dict[str, OperatorLLMConfig]"):
+                     "agent:  # OptunaConfig"):
         assert expected in proc.stdout.splitlines(), expected
     parsed = yaml.safe_load(proc.stdout)
     assert parsed["budget"]["steps"] == 2 and parsed["task"]["name"] == "toy"
+
+
+def test_cfg_job_shows_no_llm_settings_for_an_agent_that_asks_no_llm() -> None:
+    """Issue 26 (new user 7): optuna calls no LLM, so `llm.model: gpt-4o-mini` would be a false statement;
+    an LLM agent's view keeps every llm.* field with its type."""
+    proc = run_cli("agent=optuna", "task=toy", "--cfg", "job")
+    assert proc.returncode == 0, proc.stderr
+    assert "llm: null  # LLMConfig, not used: agent optuna asks no LLM, so no llm.* setting changes this run" \
+        in proc.stdout.splitlines()
+    assert "model:" not in proc.stdout and yaml.safe_load(proc.stdout)["llm"] is None
+    llm = run_cli("agent=greedy", "task=toy", "--cfg", "job")
+    assert llm.returncode == 0, llm.stderr
+    for expected in ("llm:  # LLMConfig", "  model: gpt-4o-mini  # str", "  operators: {}  # dict[str, OperatorLLMConfig]"):
+        assert expected in llm.stdout.splitlines(), expected
 
 
 def test_cfg_job_for_each_job_of_a_sweep() -> None:

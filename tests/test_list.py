@@ -38,7 +38,8 @@ def test_list_describes_every_builtin_and_prepares_nothing(tmp_path: Path) -> No
     effect = tasks.index(next(line for line in tasks if line.split()[0] == "causal_effect"))
     assert tasks[effect + 1].split() == "area causal-inference; metric pehe, lower is better; suites: lite".split()
     toy = next(line for line in tasks if line.split()[0] == "toy")  # from the tests' $RESEARCHBENCH_TASKS_PATH
-    assert toy.split(None, 1)[1].startswith("Predict y for each x. [$RESEARCHBENCH_TASKS_PATH (")
+    assert toy.split(None, 2)[1:] == ["no", toy.split(None, 2)[2]]  # the prepared column: nothing is prepared
+    assert toy.split(None, 2)[2].startswith("Predict y for each x. [$RESEARCHBENCH_TASKS_PATH (")
     llms = [line.split()[0] for line in _lines_of(proc.stdout, "llms")]
     assert "openai" in llms and "scripted" in llms
     executors = _lines_of(proc.stdout, "executors")
@@ -84,3 +85,32 @@ def test_llm_preset_descriptions_and_bases(tmp_path: Path) -> None:
     entries = {e.name: e.description for e in llm_entries(tmp_path)}
     assert entries == {"bare": "model x/bare", "fast": "A fast model. Needs KEY."}  # a defaults base is not a preset
     assert all(e.description for e in llm_entries())
+
+
+def test_list_tasks_shows_whether_each_task_is_prepared(tmp_path: Path) -> None:
+    """Issue 26 (new user 7): a "prepared" column (yes, no, stale, corrupted) read from each workspace's
+    checksum file, with the command that prepares one; listing itself prepares nothing."""
+    import json
+
+    from benchmark.tasks.workspace import CHECKSUM_FILE
+
+    env = {"RESEARCHBENCH_WORKSPACE": str(tmp_path / "ws")}
+
+    def toy_state() -> tuple[str, list[str]]:
+        proc = run_cli("list", "tasks", env=env)
+        assert proc.returncode == 0, proc.stderr
+        lines = _lines_of(proc.stdout, "tasks")
+        assert lines[0].split() == ["prepared"]
+        return next(line for line in lines if line.split()[0] == "toy").split()[1], lines
+
+    state, lines = toy_state()
+    assert state == "no" and lines[-1].strip() == "(to prepare a task (no, stale or corrupted): python setup.py --task NAME)"
+    assert not (tmp_path / "ws").exists()
+    assert run_cli("--task", "toy", script="setup.py", env=env).returncode == 0
+    assert toy_state()[0] == "yes"
+    checksums = tmp_path / "ws" / "toy" / CHECKSUM_FILE
+    record = json.loads(checksums.read_text())
+    checksums.write_text(json.dumps({**record, "version": "0.0.1"}))
+    assert toy_state()[0] == "stale"
+    checksums.unlink()
+    assert toy_state()[0] == "corrupted"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from benchmark.authoring.task_check import FAIL, WARN
 from benchmark.tasks import schema
 from benchmark.tasks.manifest import SCHEMA_VERSION, load_task
 from conftest import FIXTURES, REPO, run_cli
@@ -87,3 +88,34 @@ def test_setup_check_migrate_rewrites_then_checks(tmp_path):
     assert f"line: {task / 'task.yaml'} migrated (schema 1 -> 2; outputs: ['predictions.json']" in result.stdout
     assert "notice:" not in result.stderr and "all checks passed" in result.stdout
     assert yaml.safe_load((task / "task.yaml").read_text()) == yaml.safe_load(text)
+
+
+NEW_RULES = ("description", "trivial")  # rows added with schema 2: the metric named, a trivial overlay declared
+
+
+def _rows(task: Path, **kwargs) -> dict[str, tuple[str, str]]:
+    from benchmark.authoring.task_check import check_task
+
+    report = check_task(task, skip=("prepare",), **kwargs)  # the manifest rows only: no data, no jobs
+    return {row.name: (row.status, row.detail) for row in report.rows}
+
+
+def test_rules_added_with_schema_2_warn_a_schema_1_task_with_the_fix_and_fail_a_schema_2_task(tmp_path):
+    """Issue 26 (new user 8): a copy of the frozen schema-1 causality whose description does not name its
+    metric (schema 1 did not ask for it) and which declares no trivial overlay: `--check` warns on both
+    rows with the fix for one release (the check passes), while the same task as schema 2 fails them."""
+    import re
+
+    task = tmp_path / "causality"
+    shutil.copytree(FROZEN, task)
+    description = task / "description.md"
+    description.write_text(re.sub("pehe", "error", description.read_text(), flags=re.IGNORECASE))
+    rows = _rows(task)
+    for name in NEW_RULES:
+        status, detail = rows[name]
+        assert status == WARN and "until the next release, then fails" in detail, (name, rows[name])
+    assert "describe it" in rows["description"][1] and "add one so the floor is tested" in rows["trivial"][1]
+    assert not [name for name, (status, _) in rows.items() if status == FAIL]
+    assert schema.migrate_file(task / "task.yaml")[0] == "schema 1 -> 2"
+    assert {name: _rows(task)[name][0] for name in NEW_RULES} == {"description": FAIL, "trivial": FAIL}
+    assert {name: _rows(task, legacy=True)[name][0] for name in NEW_RULES} == {"description": WARN, "trivial": WARN}

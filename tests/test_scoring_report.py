@@ -157,3 +157,60 @@ def test_best_solution_readme_keeps_hostile_agent_text_inside_its_fences(tmp_pat
     plan_block = readme.split("## What the agent said it did")[1].split("`````")[1]
     assert "\n````\n# Fake heading" in plan_block  # inside the fence, not a heading of the README
     assert "| this solution | 4 | 5 |" in readme and "| baseline | 10 | 12 |" in readme
+
+
+def test_the_run_pages_chart_is_matplotlibs_with_axes_and_the_profile_skips_missing_tasks(tmp_path: Path) -> None:
+    """Issue 26 (new user 6): a run page's best-so-far chart is matplotlib's SVG with both axes, ticks and the
+    reference lines, text drawn as paths (no agent or manifest text as markup); the performance profile
+    leaves a task an agent never ran out of its fraction instead of counting it as a failure."""
+    pytest.importorskip("matplotlib")
+    import numpy as np
+
+    from benchmark.scoring.plots import profile_fractions
+
+    for agent, task, test in (("aide", "toy", 5.0), ("aide", "toy2", 5.0), ("greedy", "toy", 5.0)):
+        write_run(tmp_path / "results", agent, task, 0, golden_steps(), baseline_test=12.0, best_test=test)
+    options = Options(results=tmp_path / "results", out=tmp_path / "out", embeddings=False)
+    results = score(options, lambda line: None)
+    page = (tmp_path / "out" / "runs" / "0000.html").read_text()
+    chart = page[page.index("Best validation score so far"):page.index("Search tree")]
+    assert chart.count("<svg") == 1 and 'id="matplotlib.axis_1"' in chart and 'id="matplotlib.axis_2"' in chart
+    assert chart.count('id="xtick_') >= 2 and chart.count('id="ytick_') >= 2 and "<text" not in chart
+    assert "<?xml" not in chart and "<script" not in chart
+    score(Options(results=tmp_path / "results", out=tmp_path / "again", embeddings=False, plots=False), lambda line: None)
+    assert (tmp_path / "again" / "runs" / "0000.html").read_text() == page  # the same bytes for the same run
+    df = results["runs"]
+    fractions = profile_fractions(df, np.array([0.0]))
+    assert set(df["task_id"]) == {"toy", "toy2"}
+    greedy = next(v for v in fractions if v.startswith("greedy"))
+    assert fractions[greedy] == ([1.0], 1, 2)  # its one task reaches tau=0: 1 of 1, not 1 of 2
+
+
+def test_tables_md_splits_the_wide_groups_table_and_groups_csv_keeps_it_whole(tmp_path: Path) -> None:
+    """Issue 26 (new user 6): the ~70-column groups table is split in tables.md into parts of at most
+    9 value columns, each repeating the group keys, the headline's part first; groups.csv has every column."""
+    import pandas as pd
+
+    from benchmark.scoring.keys import GROUP_KEYS
+    from benchmark.scoring.tables import GROUP_PART_VALUES
+
+    for seed in (0, 1):
+        write_run(tmp_path / "results", "aide", "toy", seed, golden_steps(), baseline_test=12.0, best_test=5.0)
+    score(Options(results=tmp_path / "results", out=tmp_path / "out", embeddings=False, plots=False, html=False),
+          lambda line: None)
+    whole = pd.read_csv(tmp_path / "out" / "groups.csv")
+    assert len(whole.columns) > 50
+    md = (tmp_path / "out" / "tables.md").read_text()
+    section = md[md.index("## Groups over seeds"):]
+    section = section[:section.index("\n## ", 1)]
+    lines = section.splitlines()
+    heads = [lines[i + 2] for i, line in enumerate(lines) if line.startswith("### Groups, part")]  # header rows
+    assert len(heads) >= 5 and "### Groups, part 1 of" in section and "groups.csv" in section
+    keys = [k for k in (*GROUP_KEYS, "n", "seeds") if k in whole.columns]
+    shown: list[str] = []
+    for head in heads:
+        columns = [c.strip() for c in head.strip("|").split("|")]
+        assert columns[:len(keys)] == keys and len(columns) - len(keys) <= GROUP_PART_VALUES
+        shown += columns[len(keys):]
+    assert heads[0].split("|")[len(keys) + 1].strip() == "achievement"
+    assert sorted(shown) == sorted(c for c in whole.columns if c not in keys)  # nothing lost, nothing twice

@@ -213,3 +213,48 @@ def test_modal_launcher_on_the_stand_in(toy, tmp_path: Path) -> None:
     # agent code in the run's own sandbox was allowed knowingly; its sandbox was pinned to bubblewrap
     assert all(json.loads(p.read_text())["sandbox"] == "bwrap" for p in summaries)
     assert list((tmp_path / "results").glob(".multirun/*/0/run.log"))
+
+
+def test_a_sweeps_folder_scores_exactly_its_runs(toy, tmp_path: Path, capsys) -> None:
+    """Issue 26 (new user 7): the scorer takes a sweep's folder and scores the runs its jobs named, a
+    resumed ("nothing to do") job's run among them, and no run of another sweep in the same results."""
+    import runpy
+    import time
+
+    from conftest import REPO
+
+    common = ["agent=optuna", "task=toy", "budget.steps=1", f"results_dir={tmp_path}", "quiet=true"]
+    assert run_cli("-m", *common, "seed=0").returncode == 0
+    time.sleep(1.1)  # the sweep folder is named by the second it started
+    proc = run_cli("-m", *common, "seed=0,1", "sweep_view=compact")
+    assert proc.returncode == 0, proc.stderr
+    first, second = sorted((tmp_path / ".multirun").iterdir())
+    score = runpy.run_path(str(REPO / "compute_agent_metrics.py"))["main"]
+    capsys.readouterr()
+    assert score([str(second), "--no-embeddings", "--no-plots", "--no-html"]) == 0
+    out = capsys.readouterr().out
+    assert "Raw scores (2 runs;" in out
+    assert (tmp_path / "metric_reports" / f"sweep_{second.name}" / "runs.csv").is_file()
+    assert score([str(first), "--no-embeddings", "--no-plots", "--no-html"]) == 0
+    assert "Raw scores (1 runs;" in capsys.readouterr().out
+    (second / "0" / "run.json").unlink()
+    (second / "1" / "run.json").unlink()
+    assert score([str(second), "--no-embeddings", "--no-plots", "--no-html"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "pass its results folder instead" in err and len(err.splitlines()) == 1
+
+
+def test_the_sweep_table_is_drawn_by_rich_without_markup_or_cut_paths() -> None:
+    """Issue 26 (new user 6): rich draws the table (right-aligned numbers, a rule under the heading); a cause
+    quoting agent text stays literal, a long path is neither wrapped nor cut."""
+    from benchmark.launch.sweep_table import COLUMNS, render
+
+    where = "/results/" + "x" * 300 + "/run (aborted: [bold red]boom[/] \x1b[2J)"
+    text = render([("aide", "toy", "0", "0.5", "0.25", "0.71", "$0.00", where),
+                   ("optuna", "toy", "12", "-", "-", "-", "-", "/r/b (no summary)")])
+    head, rule, first, second = text.splitlines()
+    assert head.split()[:3] == ["agent", "task", "seed"] and set(rule) == {"─"}
+    assert first.endswith(where) and "[bold red]boom[/]" in first  # inert() sanitizes it when printed
+    end = head.index("seed") + len("seed")  # seeds right-aligned under their heading
+    assert first.index(" 0 ") + 2 == end and second.index("12") + 2 == end
+    assert [c for c in COLUMNS if c in head] == list(COLUMNS)

@@ -26,7 +26,9 @@ def test_new_task_from_the_template_passes_check(tmp_path: Path) -> None:
 
     checked = run_cli("--check", "my_tab", "--skip-requirements", script="setup.py", env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "my_tab: 12 passed, 0 failed, 0 skipped" in checked.stdout
+    assert "my_tab: 13 passed, 0 failed, 0 skipped in" in checked.stdout  # none warned (issue 26, new user 7)
+    assert "target-spread            pass" in checked.stdout  # the baseline stays below its own target
+    assert all(score < spec.metric.target for score in spec.baseline.test)
 
 
 @pytest.mark.parametrize("name", ["My-Task", "_x", "a/b", "", "a b", "../x"])

@@ -26,6 +26,8 @@ local sandbox executor), never a second runner, so a task that passes here behav
                          `checks.reference_score`, where the target is an oracle agent code cannot run)
 
 A report holds one row per check with its time; `ok` only when none failed (a warning does not fail).
+The rules added with schema 2 (`description`, and `trivial` when no overlay is declared) warn a task
+written for schema 1, with the fix, for one release before they fail it (`_new_rule`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Collection, Iterator
+
+import yaml
 
 # Names a driver would import from its code dir before the harness's copy (the script's dir is sys.path[0]).
 RUNTIME_SHADOWS = ("task_runtime.py", "task_runtime/__init__.py", "task_runtime/isolation.py", "sitecustomize.py",
@@ -125,8 +129,9 @@ class _Checker:
     """Runs the checks of one task in order, recording a row for each."""
 
     def __init__(self, task_dir: Path, executor: Executor, root: Path | None, log: Log, skip: Collection[str] = (),
-                 val_seconds_limit: float | None = VAL_SECONDS_LIMIT, reference: bool = False):
+                 val_seconds_limit: float | None = VAL_SECONDS_LIMIT, reference: bool = False, legacy: bool = False):
         self.task_dir, self.executor, self.root, self.log, self.skip = task_dir, executor, root, log, set(skip)
+        self.legacy = legacy or written_for_schema_1(task_dir)
         self.val_seconds_limit, self.with_reference = val_seconds_limit, reference
         self.report = TaskCheckReport(task=task_dir.name)
         self.spec: TaskSpec | None = None
@@ -193,12 +198,20 @@ class _Checker:
         best = f", best possible {m.best_possible:g}" if m.best_possible is not None else ""
         return f"metric {m.name} ({m.direction}), floor {m.floor:g}, target {m.target:g}{best}"
 
+    def _new_rule(self, problem: str) -> Exception:
+        """A rule added with schema 2: a task written for schema 1 gets a warning with the fix for one release
+        (its author followed the docs of its day), any other task fails."""
+        if self.legacy:
+            return _Warning(f"{problem} (a rule since schema 2: this schema-1 task passes with this warning "
+                            f"until the next release, then fails; see the CHANGELOG)")
+        return _Failed(problem)
+
     def description(self) -> str:
         assert self.spec is not None
         text = self.spec.description_text()
         if self.spec.metric.name.lower() not in text.lower():
-            raise _Failed(f"{self.spec.description} never names the metric '{self.spec.metric.name}'; "
-                          "describe it, its direction and the task's limits")
+            raise self._new_rule(f"{self.spec.description} never names the metric '{self.spec.metric.name}'; "
+                                 "describe it, its direction and the task's limits")
         return f"{self.spec.description} names the metric '{self.spec.metric.name}' ({len(text.split())} words)"
 
     def editable(self) -> str:
@@ -350,8 +363,8 @@ class _Checker:
         return f"{shown}: reaches the {name} {goal:g} on every baseline seed"
 
     def no_trivial(self) -> str:
-        raise _Failed("the manifest declares no checks.trivial overlay (a constant or majority predictor); "
-                      "add one so the floor is tested (docs/tasks.md)")
+        raise self._new_rule("the manifest declares no checks.trivial overlay (a constant or majority predictor); "
+                             "add one so the floor is tested (docs/tasks.md)")
 
     # -- helpers ---------------------------------------------------------------------------------------------
 
@@ -483,20 +496,31 @@ def default_executor(spec_dir: Path | None = None) -> Executor:
     return LocalExecutor(LocalExecutorConfig(gpus=gpus))
 
 
+def written_for_schema_1(task_dir: Path) -> bool:
+    """Whether the task's task.yaml says `schema: 1` (read as written, before the in-memory upgrade)."""
+    try:
+        raw = yaml.safe_load((Path(task_dir) / "task.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(raw, dict) and raw.get("schema") == 1
+
+
 def check_task(task_dir: Path, executor: Executor | None = None, root: Path | None = None,
                log: Log = lambda _: None, skip: Collection[str] = (),
-               val_seconds_limit: float | None = VAL_SECONDS_LIMIT, reference: bool = False) -> TaskCheckReport:
+               val_seconds_limit: float | None = VAL_SECONDS_LIMIT, reference: bool = False,
+               legacy: bool = False) -> TaskCheckReport:
     """Run every check on the task folder; the workspace goes under `root` (default: the workspace root).
 
     `skip` names checks to leave out (tests exercising one check use it); a check that needs the result of
     a skipped one is skipped too. `val_seconds_limit=None` reports the val phase's time without judging it
     (the test suite does: tests assert behaviour, and a shared machine's wall clock is not the task's).
-    `reference=True` adds the (slow) reference-solution check."""
+    `reference=True` adds the (slow) reference-solution check. `legacy=True` (or a task.yaml of schema 1)
+    turns the rules added with schema 2 into warnings with their fix, for one release."""
     task_dir = Path(task_dir).resolve()
     own = executor is None
     executor = executor if executor is not None else default_executor(task_dir)
     try:
-        return _Checker(task_dir, executor, root, log, skip, val_seconds_limit, reference).run()
+        return _Checker(task_dir, executor, root, log, skip, val_seconds_limit, reference, legacy).run()
     finally:
         if own:
             executor.shutdown()

@@ -34,6 +34,7 @@ def launch(settings: dict[str, Any], hydra_context: Any, config: DictConfig,
            job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
     from benchmark.launch.sweep_table import run_dir
     from benchmark.plugins.manager import get_registry
+    from benchmark.records.sweep_jobs import record_job_run
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import open_prepared
 
@@ -62,6 +63,7 @@ def launch(settings: dict[str, Any], hydra_context: Any, config: DictConfig,
         run = RemoteRun(overrides=list(overrides), executor=str(cfg.executor.name), run_dir=run_dir(cfg),
                         workspace=open_prepared(task).root,
                         task=task, log_path=job_dir / "run.log")
+        record_job_run(job_dir, run.run_dir)  # so the scorer can take the sweep's folder
         jobs.append((number, list(overrides), cfg, hydra_cfg, job_dir, run))
         log.info("modal launcher: #%d: %s", number, " ".join(overrides))
     images: dict[str, Any] = {}

@@ -2,22 +2,28 @@
 
 Run directories follow from each job's composed config (results_dir/agent/task/run_id), so the
 table is the same whichever launcher ran the jobs and however many of them were resumed or no-ops.
-Rows come from benchmark.scoring.runs.load_run, the one reader of run directories. An aborted run
+Rows come from benchmark.scoring.runs.load_run, the one reader of run directories; rich draws the table. An aborted run
 (an outage, not a result) shows no scores, only its cause. The `achievement` column is the project's
 headline, printed as the run's summary lines and the scorer print it (benchmark.scoring.normalize).
 """
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Sequence
 
 from omegaconf import DictConfig
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from benchmark.common.inert_text import inert
 from benchmark.run.config import default_run_id
 
 COLUMNS = ("agent", "task", "seed", "best val", "hidden test", "achievement", "cost", "where")
+NUMERIC = {"seed", "best val", "hidden test", "achievement", "cost"}
 
 
 def run_dir(cfg: DictConfig) -> Path:
@@ -58,10 +64,18 @@ def sweep_rows(configs: Sequence[DictConfig]) -> tuple[list[tuple[str, ...]], li
 
 
 def render(rows: list[tuple[str, ...]]) -> str:
-    widths = [max(len(str(v)) for v in column) for column in zip(COLUMNS, *rows)]
-    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in (COLUMNS, *rows)]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    """The table as plain text, drawn by rich: numbers right-aligned, nothing wrapped or cut (the `where`
+    column is a path to copy), no colour; every cell is literal text, never rich markup (a cause may
+    quote agent output)."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in COLUMNS:
+        table.add_column(column, no_wrap=True, justify="right" if column in NUMERIC else "left")
+    for row in rows:
+        table.add_row(*(Text(str(value)) for value in row))
+    width = Console(file=io.StringIO(), width=10**6).measure(table).maximum
+    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False, emoji=False)
+    console.print(table)
+    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines())
 
 
 def print_sweep_table(configs: Sequence[DictConfig]) -> list[str]:

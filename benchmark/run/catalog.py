@@ -4,8 +4,8 @@
 Each description has one home: an agent's `AgentSpec.description`, an executor's
 `ExecutorSpec.description`, a task's description file (its title) and manifest (area, metric,
 direction) with `ml_tasks/suites.yaml` for its suites, and an LLM preset's first comment line.
-Listing reads manifests and YAML only: it imports no agent dependency (litellm, torch, optuna) and
-prepares nothing.
+Listing reads manifests and YAML only (and, for the tasks' `prepared` column, each workspace's checksum
+file, never its data): it imports no agent dependency (litellm, torch, optuna) and prepares nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ KINDS = ("agents", "tasks", "llms", "executors")
 GROUP_OF = {"agents": "agent", "tasks": "task", "llms": "llm", "executors": "executor"}
 LIST_COMMAND = "python run_agent_benchmark.py list"
 LLM_PRESETS = REPO_ROOT / "configs" / "llm"
+STATE_HEADING = "prepared"  # the tasks' workspace column: yes, no, stale or corrupted
+SHOWN_STATE = {"prepared": "yes", "not prepared": "no"}
+PREPARE_HINT = "to prepare a task (no, stale or corrupted): python setup.py --task NAME"
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class Entry:
     description: str
     source: str  # BUILTIN, "package <distribution>", or where a task folder came from
     details: str = ""  # a second line: a task's area, metric and suites
+    state: str = ""  # whether a task's workspace is prepared: yes, no, stale or corrupted (a column)
 
 
 def agent_entries(registry: Registry) -> list[Entry]:
@@ -50,6 +54,7 @@ def executor_entries(registry: Registry) -> list[Entry]:
 def task_entries(registry: Registry) -> list[Entry]:
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.suites import load_suites
+    from benchmark.tasks.workspace import prepared_state
 
     try:
         suites = load_suites()
@@ -68,7 +73,8 @@ def task_entries(registry: Registry) -> list[Entry]:
         member_of = [suite for suite, names in sorted(suites.items()) if name in names]
         details = (f"area {task.domain}; metric {task.metric.name}, {task.metric.direction} is better; "
                    f"suites: {', '.join(member_of) or 'none'}")
-        entries.append(Entry(name, _title(folder / task.description) or "(no description)", source, details))
+        entries.append(Entry(name, _title(folder / task.description) or "(no description)", source, details,
+                             SHOWN_STATE.get(state := prepared_state(task), state)))
     return entries
 
 
@@ -123,13 +129,19 @@ def entries(kind: str, registry: Registry) -> list[Entry]:
 def render(kind: str, items: list[Entry]) -> str:
     width = max((len(e.name) for e in items), default=0) + 2
     lines = [f"{kind} ({GROUP_OF[kind]}=NAME):"]
+    states = [e.state for e in items if e.state]
+    column = max((len(s) for s in [*states, STATE_HEADING]), default=0) + 2 if states else 0
+    if column:  # tasks: a heading names the column
+        lines.append(f"  {'':<{width}}{STATE_HEADING}")
     for e in items:
         shown = inert(f"{e.description} [{e.source}]", multiline=False)  # plugin and manifest text
-        lines.append(f"  {inert(e.name, multiline=False):<{width}}{shown}")
+        lines.append(f"  {inert(e.name, multiline=False):<{width}}{e.state:<{column}}{shown}".rstrip())
         if e.details:
-            lines.append(f"  {'':<{width}}{inert(e.details, multiline=False)}")
+            lines.append(f"  {'':<{width + column}}{inert(e.details, multiline=False)}")
     if not items:
         lines.append("  (none)")
+    elif column and any(state != "yes" for state in states):
+        lines.append(f"  ({PREPARE_HINT})")
     return "\n".join(lines)
 
 

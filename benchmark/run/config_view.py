@@ -27,7 +27,16 @@ def job_config_text(cfg: DictConfig, registry: Registry) -> str:
     """The YAML of a composed run config with a `# type` comment per field and the budget resolved."""
     header = [f"# the config of this run; budget resolved against task {cfg.task.name}'s manifest; "
               "after each value: its type"]
-    return "\n".join(header + _lines(cfg, "", _budget_view(cfg, registry)))
+    return "\n".join(header + _lines(cfg, "", _budget_view(cfg, registry), _unused(cfg, registry)))
+
+
+def _unused(cfg: DictConfig, registry: Registry) -> dict[str, str]:
+    """Top-level groups the run never reads -> why: an agent that asks no LLM ignores `llm`, so showing
+    `llm.model: gpt-4o-mini` would say the run uses a model it never calls."""
+    spec = registry.agents.get(str(cfg.agent.name))
+    if spec is not None and not spec.uses_llm:
+        return {"llm": f"not used: agent {spec.name} asks no LLM, so no llm.* setting changes this run"}
+    return {}
 
 
 def _budget_view(cfg: DictConfig, registry: Registry) -> dict[str, tuple[Any, str]]:
@@ -49,12 +58,16 @@ def _budget_view(cfg: DictConfig, registry: Registry) -> dict[str, tuple[Any, st
     return view
 
 
-def _lines(node: DictConfig, path: str, budget: dict[str, tuple[Any, str]]) -> list[str]:
+def _lines(node: DictConfig, path: str, budget: dict[str, tuple[Any, str]],
+           unused: dict[str, str] | None = None) -> list[str]:
     pad = INDENT * path.count(".") + (INDENT if path else "")
     lines = []
     for key in node.keys():
         child = node._get_node(key)
         kind = type_name(child)
+        if not path and unused and key in unused:
+            lines.append(f"{key}: null  # {kind}, {unused[key]}")
+            continue
         if isinstance(child, DictConfig) and not child._is_none() and not child._is_missing() and len(child):
             lines.append(f"{pad}{key}:  # {kind}")
             lines += _lines(child, f"{path}.{key}" if path else str(key), budget)

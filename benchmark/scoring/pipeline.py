@@ -168,7 +168,13 @@ def score(options: Options, say: Callable[[str], None]) -> dict[str, pd.DataFram
     md = [f"# Scores ({len(runs)} runs scored, {len(chosen.not_scored)} not scored)", "", HEADLINE_WHY, "",
           *(f"- note: {n}" for n in notes), ""]
     for name, heading, why in sections(options):
-        if name in results and name != "runs":
+        if name == "groups" and len(results[name]):  # ~70 columns: parts that fit a page; groups.csv has all
+            parts = tables.groups_parts(results[name], options.group_by)
+            md += [f"## {heading}", "", why + f"; in {len(parts)} parts, each with the group keys (every column in "
+                                              "one table: groups.csv)", ""]
+            for i, (families, part) in enumerate(parts, 1):
+                md += [f"### Groups, part {i} of {len(parts)}: {families}", "", markdown(part), ""]
+        elif name in results and name != "runs":
             md += [f"## {heading}", "", why, "", markdown(results[name], index=name in INDEXED)
                    if len(results[name]) else "(none)", ""]
     (out / "tables.md").write_text(inert("\n".join(md)))

@@ -1,5 +1,6 @@
-"""matplotlib figures as PNG bytes: best-so-far against experiments and against dollars, per task, and a
-performance profile across tasks. matplotlib is imported here only (Agg backend, no display)."""
+"""matplotlib figures: best-so-far against experiments and against dollars, per task, and a performance
+profile across tasks (PNG bytes); one run's best-so-far curve with its axes as inline SVG for its page.
+matplotlib is imported here only (Agg backend, no display)."""
 
 from __future__ import annotations
 
@@ -71,17 +72,64 @@ def curves(runs: list[RunRecord], variant_of: dict[str, str]) -> list[tuple[str,
     return out
 
 
-def performance_profile(df: pd.DataFrame, column: str = "achievement") -> tuple[str, bytes]:
-    """For each agent variant, the fraction of tasks whose mean score over seeds is at least tau."""
-    plt = _pyplot()
+def profile_fractions(df: pd.DataFrame, taus: np.ndarray,
+                      column: str = "achievement") -> dict[str, tuple[list[float], int, int]]:
+    """variant -> (fraction of its tasks whose mean score over seeds is at least each tau, tasks it ran,
+    tasks any variant ran). A task a variant never ran is left out of its fraction, not counted as a
+    failure: a missing run says nothing about how the agent does there (the legend says k of n tasks)."""
     means = df.groupby(["variant", "task_id"])[column].mean().unstack("task_id")
-    taus = np.linspace(0, 1, 101)
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    out = {}
     for variant, row in means.iterrows():
         values = row.to_numpy(dtype=float)
-        values = np.where(np.isnan(values), -math.inf, values)  # a missing task never reaches any tau
-        ax.plot(taus, [(values >= t).mean() for t in taus], label=str(variant))
-    ax.set(xlabel="achievement threshold τ", ylabel="fraction of tasks ≥ τ", title="performance profile",
+        ran = values[~np.isnan(values)]
+        fractions = [float((ran >= t).mean()) if len(ran) else math.nan for t in taus]
+        out[str(variant)] = (fractions, len(ran), len(values))
+    return out
+
+
+def performance_profile(df: pd.DataFrame, column: str = "achievement") -> tuple[str, bytes]:
+    """For each agent variant, the fraction of the tasks it ran whose mean score over seeds is at least tau."""
+    plt = _pyplot()
+    taus = np.linspace(0, 1, 101)
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for variant, (fractions, ran, total) in profile_fractions(df, taus, column).items():
+        ax.plot(taus, fractions, label=variant if ran == total else f"{variant} ({ran} of {total} tasks)")
+    ax.set(xlabel="achievement threshold τ", ylabel="fraction of its tasks ≥ τ", title="performance profile",
            ylim=(-0.02, 1.02))
     ax.legend(fontsize=7)
     return "performance profile", _png(fig)
+
+
+def run_curve_svg(run: RunRecord) -> str:
+    """One run's best val score so far after each experiment (0 = the baseline), with labelled axes and the
+    baseline and target as reference lines, as an inline `<svg>` element. Text is drawn as paths (no
+    `<text>` from agent or manifest strings reaches the page) and the ids are fixed, so the output is
+    the same bytes for the same run."""
+    plt = _pyplot()
+    import matplotlib
+
+    best = run.score("baseline", "val")
+    points = [best]
+    for node in run.experiments:
+        if is_ok(node) and (best is None or run.metric.better(node.primary, best)):
+            best = node.primary
+        points.append(best)
+    xs = [i for i, p in enumerate(points) if p is not None and math.isfinite(p)]
+    if not xs:
+        return "<p class='note'>(no scored experiment)</p>"
+    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "researchbench"}):
+        fig, ax = plt.subplots(figsize=(5.6, 2.6))
+        ax.step(xs, [points[i] for i in xs], where="post", color="#0b6bcb", marker="o", markersize=3)
+        baseline = run.score("baseline", "val")
+        if baseline is not None and math.isfinite(baseline):
+            ax.axhline(baseline, color="#888", linestyle=":", linewidth=1, label="baseline (val)")
+        ax.axhline(run.metric.target, color="#116329", linestyle="--", linewidth=1, label="target")
+        ax.set(xlabel="experiments (0 = baseline)", ylabel=f"best val {run.metric.name}"[:40])
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+        plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]

@@ -92,25 +92,14 @@ def comparison_html(title: str, notes: list[str], sections: list[tuple[str, str,
 
 # ----------------------------------------------------------------------------- run page
 def _curve_svg(run: RunRecord) -> str:
-    """Best validation score so far after each experiment, as an inline SVG (no plotting library)."""
-    best = run.score("baseline", "val")
-    points = [best]  # the baseline, then after each experiment
-    for node in run.experiments:
-        if is_ok(node) and (best is None or run.metric.better(node.primary, best)):
-            best = node.primary
-        points.append(best)
-    values = [p for p in points if p is not None and math.isfinite(p)]
-    if len(values) < 1:
-        return "<p class='note'>(no scored experiment)</p>"
-    lo, hi = min(values), max(values)
-    span = (hi - lo) or 1.0
-    w, h, n = 480, 160, max(len(points) - 1, 1)
-    xy = " ".join(f"{10 + 460 * i / n:.1f},{150 - 140 * (p - lo) / span:.1f}"
-                  for i, p in enumerate(points) if p is not None and math.isfinite(p))
-    return (f'<svg width="{w}" height="{h}" role="img" aria-label="best so far"><rect width="{w}" height="{h}" '
-            f'fill="#fafafa"/><polyline fill="none" stroke="#0b6bcb" stroke-width="2" points="{xy}"/>'
-            f'<text x="12" y="14" font-size="11">{esc(_fmt(hi))}</text><text x="12" y="156" font-size="11">'
-            f'{esc(_fmt(lo))}</text></svg>')
+    """The run's best-so-far chart with its axes, drawn by matplotlib (benchmark.scoring.plots); a run's own
+    page written where the metrics extra is not installed says how to get it."""
+    try:
+        from benchmark.scoring.plots import run_curve_svg
+
+        return run_curve_svg(run)
+    except ImportError:
+        return "<p class='note'>(the chart needs matplotlib: pip install -e '.[metrics]')</p>"
 
 
 def _tree(run: RunRecord) -> str:

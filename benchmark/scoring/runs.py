@@ -17,6 +17,7 @@ import yaml
 
 from benchmark.common.errors import UserError
 from benchmark.records.journal import OK, BlobStore, Node
+from benchmark.records.sweep_jobs import is_sweep_dir, sweep_run_dirs
 from benchmark.scoring import keys
 
 SKIP_DIRS = {".multirun", "llm_cache", "blobs", "scratch", "best_solution", "metric_reports"}
@@ -161,10 +162,17 @@ class RunRecord:
 
 
 def find_runs(root: Path) -> list[Path]:
-    """Every run directory (one holding summary.json) under root, in a stable order."""
+    """Every run directory (one holding summary.json) under root, in a stable order; for a sweep's folder
+    (`results/.multirun/<time>`), the runs its jobs named (benchmark.records.sweep_jobs)."""
     root = Path(root)
     if not root.exists():
         raise UserError(f"{root} does not exist; pass a results directory such as results/ or results/optuna")
+    if is_sweep_dir(root):
+        runs = [run for run in sweep_run_dirs(root) if (run / "summary.json").is_file()]
+        if not runs:
+            raise UserError(f"no run of the sweep {root} has a summary.json yet; resume the sweep (the same "
+                            f"command) or pass its results folder")
+        return runs
     runs = sorted(p.parent for p in root.rglob("summary.json") if not SKIP_DIRS & set(p.relative_to(root).parts))
     if not runs:
         raise UserError(f"no runs under {root} (no summary.json found); run run_agent_benchmark.py first")

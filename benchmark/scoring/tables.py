@@ -117,6 +117,32 @@ def groups_table(df: pd.DataFrame, by: list[str] | tuple[str, ...] = GROUP_KEYS)
     return pd.DataFrame(rows)
 
 
+GROUP_PART_VALUES = 9  # value columns per part of the groups table in tables.md (keys repeat in each part)
+SUFFIXES = ("_sem", "_n", "_ci_low", "_ci_high")
+
+
+def groups_parts(groups: pd.DataFrame, by: list[str] | tuple[str, ...],
+                 max_values: int = GROUP_PART_VALUES) -> list[tuple[str, pd.DataFrame]]:
+    """The wide groups table (about 70 columns) as narrower tables for markdown: each repeats the group keys,
+    n and seeds, and holds whole column families (a number with its SEM, n and CI), the headline first.
+    groups.csv keeps every column in one table."""
+    keys = [c for c in (*by, "n", "seeds") if c in groups.columns]
+    families: dict[str, list[str]] = {}
+    for column in (c for c in groups.columns if c not in keys):
+        base = next((column.removesuffix(s) for s in SUFFIXES if column.endswith(s)
+                     and column.removesuffix(s) in groups.columns), column)
+        families.setdefault(base, []).append(column)
+    order = sorted(families, key=lambda f: f != HEADLINE)  # stable: the headline, then as groups_table made them
+    chunks: list[list[str]] = []
+    for family in order:
+        if chunks and len(chunks[-1]) + len(families[family]) <= max_values:
+            chunks[-1] += families[family]
+        else:
+            chunks.append(list(families[family]))
+    names = [[f for f in order if families[f][0] in chunk] for chunk in chunks]
+    return [(", ".join(name), groups[keys + chunk]) for name, chunk in zip(names, chunks)]
+
+
 def raw_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per task (version) and agent variant: baseline and best, val and hidden test, mean over n trials; the
     best node's val->test drop, raw and in the task's combined noise sd (noise_gap)."""

@@ -138,8 +138,9 @@ def _check_layout(spec: TaskSpec) -> None:
         seen[parts[0]] = f"data.{key}"
 
 
-def _problem(spec: TaskSpec, task_root: Path) -> tuple[str, str] | None:
-    """None when the workspace verifies; else (state, detail) with state in not prepared/stale/corrupted."""
+def _problem(spec: TaskSpec, task_root: Path, verify_files: bool = True) -> tuple[str, str] | None:
+    """None when the workspace verifies; else (state, detail) with state in not prepared/stale/corrupted.
+    Without `verify_files`, the data files are not hashed (a listing must stay fast on large datasets)."""
     manifest_path = task_root / CHECKSUM_FILE
     if not task_root.is_dir() or not any(task_root.iterdir()):
         return "not prepared", ""
@@ -157,6 +158,8 @@ def _problem(spec: TaskSpec, task_root: Path) -> tuple[str, str] | None:
         return "stale", f"prepared for task version {version}, the task is now version {spec.version}"
     if source != _source_digest(spec):
         return "stale", "the task's baseline code or prepare script changed since it was prepared"
+    if not verify_files:
+        return None
     present = set(_walk(task_root))
     for rel in sorted(recorded):
         if rel not in present:
@@ -183,6 +186,13 @@ def workspace_status(spec: TaskSpec, root: Path | None = None) -> str:
         return "prepared"
     state, detail = problem
     return f"{state} ({detail})" if detail else state
+
+
+def prepared_state(spec: TaskSpec, root: Path | None = None) -> str:
+    """'prepared', 'not prepared', 'stale' or 'corrupted' from the workspace's checksum file, without hashing
+    its data (`list tasks`; a run still verifies every file before it starts)."""
+    problem = _problem(spec, _task_root(spec, root), verify_files=False)
+    return "prepared" if problem is None else problem[0]
 
 
 def open_prepared(spec: TaskSpec, root: Path | None = None) -> PreparedTask:
