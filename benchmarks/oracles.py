@@ -1,14 +1,13 @@
 """Oracles that set a task's 1.0 where it is beyond what agent code can run: scored by the task's own evaluator.
 
-    python benchmarks/oracles.py semi_supervised | unlearning | causal_discovery [--workspace DIR]
+    python benchmarks/oracles.py unlearning | causal_discovery [--workspace DIR]
 
 Each oracle uses what agent jobs never see (every label, every retained image, the true graphs), writes
 its output for the val and test phases into a scratch folder exactly as a driver would, and runs the
 task's evaluator command from its manifest on it, as a run's scoring does. It prints the scores; the
-manifest's `metric.rationale` quotes them.
+manifest's `metric.rationale` quotes them. (semi_supervised's oracle, version 4.0.0 on, is
+benchmarks/oracle_semi_supervised.py.)
 
-  semi_supervised   classifiers trained on ALL 1078 labels of the training pool (10 public, 1068 withheld):
-                    RBF SVMs, nearest neighbours, logistic regression; the best on val sets the 1.0
   unlearning        the architecture retrained from scratch on every retained image (the public quarter
                     and the evaluator's hidden ones), never a forget image: the preparation's own recipe
                     (sklearn's MLP), and the same network trained with the data's nuisance (shifts on the
@@ -59,52 +58,6 @@ def load_task_module(spec, name: str):
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
     return module
-
-
-# -- semi_supervised -------------------------------------------------------------------------------------------
-
-def pool_labels(spec) -> dict[int, int]:
-    """id -> digit for every image, replaying prepare.py's seeded split and id draw."""
-    from task_runtime.datasets import stratified_split
-    from task_runtime.digits import digit_pixels
-
-    prep = load_task_module(spec, "prepare")
-    _, labels = digit_pixels()
-    rng = np.random.default_rng(prep.SEED)
-    stratified_split(labels, prep.FRACTIONS, rng, names=("pool", "val", "test"), shuffle=False)
-    ids = rng.permutation(len(labels))
-    return dict(zip(ids.tolist(), labels.tolist()))
-
-
-def semi_supervised(prepared, scratch: Path) -> None:
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.neighbors import KNeighborsClassifier
-    from sklearn.svm import SVC
-
-    from task_runtime.digits import scaled_pixels
-
-    truth = pool_labels(prepared.spec)
-    public = prepared.public_dir
-    labeled = pd.read_csv(public / "train_labeled.csv")
-    pool = pd.concat([labeled.drop(columns="label"), pd.read_csv(public / "train_unlabeled.csv")])
-    assert all(truth[i] == y for i, y in zip(labeled["id"], labeled["label"])), "the id replay disagrees"
-    x, y = scaled_pixels(pool), pool["id"].map(truth).to_numpy()
-    inputs = {"val": pd.read_csv(public / "val_inputs.csv"),
-              "test": pd.read_csv(prepared.test_inputs_dir / "test_inputs.csv")}
-    candidates = {"svm rbf C=1": SVC(C=1.0), "svm rbf C=10": SVC(C=10.0), "svm rbf C=100": SVC(C=100.0),
-                  "1-nn": KNeighborsClassifier(1), "3-nn": KNeighborsClassifier(3),
-                  "logistic regression C=10": LogisticRegression(C=10.0, max_iter=5000)}
-    print(f"semi_supervised: {len(y)} labeled training images (the agent sees 10 of these labels)")
-    for name, model in candidates.items():
-        model.fit(x, y)
-        scores = {}
-        for phase, frame in inputs.items():
-            out = scratch / name.replace(" ", "_") / phase
-            out.mkdir(parents=True)
-            pd.DataFrame({"id": frame["id"], "label": model.predict(scaled_pixels(frame))}).to_csv(
-                out / "predictions.csv", index=False)
-            scores[phase] = evaluate(prepared, phase, out)["accuracy"]
-        print(f"  {name}: val {scores['val']:.4f} test {scores['test']:.4f}", flush=True)
 
 
 # -- unlearning ------------------------------------------------------------------------------------------------
@@ -226,7 +179,7 @@ def causal_discovery(prepared, scratch: Path) -> None:
             print(f"  {phase}, {label}: SHD {evaluate(prepared, phase, out)['shd']:.4f}", flush=True)
 
 
-ORACLES = {"semi_supervised": semi_supervised, "unlearning": unlearning, "causal_discovery": causal_discovery}
+ORACLES = {"unlearning": unlearning, "causal_discovery": causal_discovery}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,10 @@ shorter budget changes the prompts' budget line, so the replay follows the recor
 greedy on semi_supervised (one improve, a few CPU-seconds per experiment) runs in the default suite; AIDE on
 causality runs the baseline, two drafts and the final test of the better one (about two minutes of CPU,
 most of it the second draft's GLMs), so like the other causality runs it is `slow`.
+
+A recording made on an earlier major version of its task's data (semi_supervised's: version 2.0.0; version
+4.0.0 draws new images and touched the baseline's docstring) still replays to the same code, file for file,
+but neither the diff against today's baseline nor the validation score can match; only the code is compared.
 """
 
 from __future__ import annotations
@@ -22,19 +26,20 @@ from conftest import REPO, _prepared, journal_records, run_inprocess
 
 RECORDED = REPO / "examples" / "recorded"
 
-# recording, its agent and task, steps replayed, overrides the shorter budget needs, LLM calls they make
+# recording, its agent and task, steps replayed, overrides the shorter budget needs, LLM calls they make, and
+# whether the task's data and baseline are still those it was recorded on (else only the code is compared)
 CASES = [
-    pytest.param("semi_supervised-greedy", "greedy", "semi_supervised", 1, [], 1, id="greedy-semi_supervised"),
+    pytest.param("semi_supervised-greedy", "greedy", "semi_supervised", 1, [], 1, False, id="greedy-semi_supervised"),
     pytest.param("causality-aide", "aide", "causality", 2,
                  ["agent.num_drafts=2"],  # the recorded budget of 10 made two drafts; a budget of 2 alone makes one
-                 5, id="aide-causality", marks=pytest.mark.slow),  # 2 drafts + 3 analyses (baseline's too)
+                 5, True, id="aide-causality", marks=pytest.mark.slow),  # 2 drafts + 3 analyses (baseline's too)
 ]
 
 
-@pytest.mark.parametrize("recording, agent, task, steps, overrides, calls", CASES)
+@pytest.mark.parametrize("recording, agent, task, steps, overrides, calls, same_data", CASES)
 def test_a_recorded_strong_llm_run_replays_its_first_steps_offline(recording: str, agent: str, task: str,
                                                                     steps: int, overrides: list[str], calls: int,
-                                                                    tmp_path: Path) -> None:
+                                                                    same_data: bool, tmp_path: Path) -> None:
     from benchmark.records.journal import BlobStore
 
     _prepared(task)
@@ -54,6 +59,7 @@ def test_a_recorded_strong_llm_run_replays_its_first_steps_offline(recording: st
     blobs = BlobStore(run_dir / "blobs")
     for node, expected in zip(replayed, recorded):
         assert (node["operator"], node["status"]) == (expected["operator"], "ok")
-        assert blobs.text(node["diff"]) == expected["diff"]  # the same edit, line for line
-        assert node["files"] == expected["files"]
-        assert node["primary"] == pytest.approx(expected["primary"], rel=1e-6)
+        assert node["files"] == expected["files"]  # the same code, file for file
+        if same_data:
+            assert blobs.text(node["diff"]) == expected["diff"]  # the same edit, line for line
+            assert node["primary"] == pytest.approx(expected["primary"], rel=1e-6)

@@ -16,7 +16,7 @@ from task_kit import (baseline_run, code_copy, driver_rejects, ev, phase_args, p
                       spec, with_params)
 
 TASK = "semi_supervised"
-PIXELS = [f"p{i}" for i in range(64)]
+PIXELS = [f"p{i}" for i in range(100)]  # 10x10 canvases (version 4)
 
 
 def test_prepared_data_exposes_one_label_per_class(prepared: ws.PreparedTask) -> None:
@@ -31,6 +31,16 @@ def test_prepared_data_exposes_one_label_per_class(prepared: ws.PreparedTask) ->
                                                       prepared.public_dir / "val_inputs.csv",
                                                       prepared.test_inputs_dir / "test_inputs.csv")]
     assert sum(map(len, ids)) == len(set().union(*ids)) == 1797
+
+
+def test_images_are_digits_at_random_positions_on_a_10x10_canvas(prepared: ws.PreparedTask) -> None:
+    """Version 4's nuisance: integer pixels 0..16 on a 10x10 canvas, the digit's box at many positions."""
+    frame = pd.concat([pd.read_csv(prepared.public_dir / name) for name in ("train_unlabeled.csv", "val_inputs.csv")])
+    x = frame[PIXELS].to_numpy()
+    assert x.min() == 0 and x.max() == 16 and np.issubdtype(x.dtype, np.integer)
+    images = x.reshape(-1, 10, 10)
+    corners = {(int(np.flatnonzero(im.any(axis=1))[0]), int(np.flatnonzero(im.any(axis=0))[0])) for im in images}
+    assert len(corners) >= 6  # the box's top-left corner takes many of the canvas's positions
 
 
 def test_floor_is_the_best_constant(prepared: ws.PreparedTask, spec: TaskSpec, ev) -> None:
@@ -74,10 +84,12 @@ def test_evaluator_scores_known_answers(prepared: ws.PreparedTask, ev) -> None:
 
 def test_labels_alone_and_the_baseline_leave_the_scale_open(prepared: ws.PreparedTask, spec: TaskSpec, ev,
                                                            tmp_path: Path) -> None:
-    """With one label per class the labels alone score far below the target: the unlabeled images must earn it."""
+    """With one label per class the labels alone, and self-training on them, score far below the target: the
+    unlabeled images must earn it (on version 4's rotated, scaled, displaced digits self-training does no better
+    than the labels alone)."""
     code = code_copy(prepared, tmp_path / "code", {"params.json": with_params(prepared, method="supervised")})
     assert run_driver(code, *phase_args(prepared, "val", tmp_path / "out")).returncode == 0
     supervised = ev.evaluate("val", tmp_path / "out", prepared.labels_dir)["accuracy"]
     baseline = baseline_run(TASK).outcome
     assert baseline.ok and spec.metric.better(baseline.primary, spec.metric.floor), baseline.bug_reason
-    assert supervised < spec.baseline.val[0] < spec.metric.target - 0.2
+    assert max(supervised, spec.baseline.val[0]) < spec.metric.target - 0.6

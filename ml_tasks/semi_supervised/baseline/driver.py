@@ -26,11 +26,12 @@ import pandas as pd
 
 from task_runtime import (DriverArgs, DriverError, driver_main, pick_device, read_params, read_table, seed_everything,
                           write_predictions)
-from task_runtime.digits import PIXELS, scaled_pixels
+from task_runtime.digits import scaled_pixels
 from task_runtime.rowwise import predict_per_row
 
 HERE = Path(__file__).resolve().parent
 N_CLASSES = 10
+PIXELS = [f"p{i}" for i in range(100)]  # a 10x10 image, row by row
 
 
 def run(args: DriverArgs) -> None:
@@ -48,11 +49,11 @@ def run(args: DriverArgs) -> None:
     device = pick_device()
     seed_everything(args.seed, import_torch=True)
     started = time.perf_counter()
-    fitted = model.fit(scaled_pixels(labeled), labeled["label"].to_numpy(dtype=np.int64), scaled_pixels(unlabeled),
-                       dict(params), device)
+    fitted = model.fit(scaled_pixels(labeled, PIXELS), labeled["label"].to_numpy(dtype=np.int64),
+                       scaled_pixels(unlabeled, PIXELS), dict(params), device)
     ids = inputs["id"].to_numpy()
-    labels = predict_per_row(lambda x: model.predict(fitted, x), scaled_pixels(inputs), ids, args.seed, "predict",
-                             n_labels=N_CLASSES)
+    labels = predict_per_row(lambda x: model.predict(fitted, x), scaled_pixels(inputs, PIXELS), ids, args.seed,
+                             "predict", n_labels=N_CLASSES)
     path = write_predictions(args.out, pd.DataFrame({"id": ids, "label": labels}))
     print(f"[{args.phase}] fitted on {len(labeled)} labeled + {len(unlabeled)} unlabeled images ({device}, "
           f"seed {args.seed}), predicted {len(ids)} inputs in {time.perf_counter() - started:.1f} s; wrote {path}",
