@@ -66,13 +66,17 @@ def simulate(graph_seed: int, sample_seed: int, method: str, sem: str, graph: st
     """One standardized dataset and its true adjacency matrix B (B[i, j] = 1 means i -> j)."""
     logging.disable(logging.INFO)  # gcastle logs every simulation
     from castle.datasets import DAG, IIDSimulation
+    from threadpoolctl import threadpool_limits
 
     make = DAG.erdos_renyi if graph == "er" else DAG.scale_free
     weights = make(n_nodes=N_NODES, n_edges=N_EDGES, weight_range=WEIGHT_RANGE, seed=graph_seed)
     np.random.seed(sample_seed)  # IIDSimulation draws from the global RNG; so do the per-node draws below
     scales = np.random.uniform(*NOISE_SCALE, size=N_NODES)
     sem_type = [str(t) for t in np.random.choice(NON_GAUSSIAN, size=N_NODES)] if sem == "mixed" else sem
-    sim = IIDSimulation(W=weights, n=N_SAMPLES, method=method, sem_type=sem_type, noise_scale=scales)
+    # one BLAS thread: the gp SEMs draw from ill-conditioned kernel matrices (numpy's SVD-based
+    # multivariate_normal), whose samples otherwise differ in the last digits with the thread count
+    with threadpool_limits(limits=1):
+        sim = IIDSimulation(W=weights, n=N_SAMPLES, method=method, sem_type=sem_type, noise_scale=scales)
     x = np.asarray(sim.X, dtype=float)
     if not np.all(np.isfinite(x)) or np.any(x.std(axis=0) == 0):
         raise RuntimeError(f"degenerate simulation ({method}/{sem}); pick another entropy")
