@@ -1,19 +1,16 @@
 """Oracles that set a task's 1.0 where it is beyond what agent code can run: scored by the task's own evaluator.
 
-    python benchmarks/oracles.py unlearning | causal_discovery [--workspace DIR]
+    python benchmarks/oracles.py unlearning [--workspace DIR]
 
-Each oracle uses what agent jobs never see (every label, every retained image, the true graphs), writes
+Each oracle uses what agent jobs never see (every label, every retained image), writes
 its output for the val and test phases into a scratch folder exactly as a driver would, and runs the
 task's evaluator command from its manifest on it, as a run's scoring does. It prints the scores; the
-manifest's `metric.rationale` quotes them. (semi_supervised's oracle, version 4.0.0 on, is
-benchmarks/oracle_semi_supervised.py.)
+manifest's `metric.rationale` quotes them. The other tasks' oracles are benchmarks/oracle_<task>.py.
 
   unlearning        the architecture retrained from scratch on every retained image (the public quarter
                     and the evaluator's hidden ones), never a forget image: the preparation's own recipe
                     (sklearn's MLP), and the same network trained with the data's nuisance (shifts on the
                     canvas) as augmentation, seeds 0-2; the better recipe on val sets the 1.0
-  causal_discovery  the true graphs themselves (SHD 0) and each true graph's CPDAG, what observational
-                    data identifies when the SEM is linear-Gaussian: the identifiability bound
 """
 
 from __future__ import annotations
@@ -131,55 +128,7 @@ def unlearning(prepared, scratch: Path) -> None:
         print(f"  {name}: {shown}", flush=True)
 
 
-# -- causal_discovery ------------------------------------------------------------------------------------------
-
-def cpdag(dag: np.ndarray) -> np.ndarray:
-    """The CPDAG of a DAG (adjacency, [i, j] = 1 for i -> j): compelled edges directed (v-structures, then
-    Meek's rules 1-3), the others in both directions, as the task's predictions mark undirected edges."""
-    from itertools import combinations
-
-    d = len(dag)
-    skeleton = (dag | dag.T).astype(bool)
-    directed = np.zeros((d, d), dtype=bool)
-    for c in range(d):
-        for a, b in combinations(np.flatnonzero(dag[:, c]), 2):
-            if not skeleton[a, b]:
-                directed[a, c] = directed[b, c] = True
-    undirected = skeleton & ~directed & ~directed.T
-    changed = True
-    while changed:
-        changed = False
-        for a, b in zip(*np.nonzero(undirected)):
-            rule1 = any(directed[c, a] and not skeleton[c, b] for c in range(d))
-            rule2 = any(directed[a, c] and directed[c, b] for c in range(d))
-            sides = [c for c in range(d) if undirected[a, c] and directed[c, b]]
-            rule3 = any(not skeleton[c, e] for c, e in combinations(sides, 2))
-            if undirected[a, b] and (rule1 or rule2 or rule3):
-                directed[a, b], undirected[a, b], undirected[b, a], changed = True, False, False, True
-    return (directed | undirected).astype(int)
-
-
-def causal_discovery(prepared, scratch: Path) -> None:
-    print("causal_discovery: the true graphs, and their CPDAGs where the SEM is linear-Gaussian")
-    for phase in ("val", "test"):
-        meta = pd.read_csv(prepared.labels_dir / f"{phase}_datasets.csv", dtype={"dataset": str})
-        edges = pd.read_csv(prepared.labels_dir / f"{phase}_edges.csv", dtype={"dataset": str})
-        for label, use_cpdag in (("true graphs", lambda sem: False), ("CPDAG where linear-Gaussian",
-                                                                       lambda sem: sem == "linear-gauss")):
-            rows = []
-            for name, n, sem in zip(meta["dataset"], meta["n_nodes"], meta["sem"]):
-                dag = np.zeros((n, n), dtype=int)
-                mine = edges[edges["dataset"] == name]
-                dag[mine["source"].to_numpy(), mine["target"].to_numpy()] = 1
-                graph = cpdag(dag) if use_cpdag(sem) else dag
-                rows += [(name, int(s), int(t)) for s, t in zip(*np.nonzero(graph))]
-            out = scratch / label.replace(" ", "_") / phase
-            out.mkdir(parents=True)
-            pd.DataFrame(rows, columns=["dataset", "source", "target"]).to_csv(out / "predictions.csv", index=False)
-            print(f"  {phase}, {label}: SHD {evaluate(prepared, phase, out)['shd']:.4f}", flush=True)
-
-
-ORACLES = {"unlearning": unlearning, "causal_discovery": causal_discovery}
+ORACLES = {"unlearning": unlearning}
 
 
 def main(argv: list[str] | None = None) -> int:

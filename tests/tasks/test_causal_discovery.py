@@ -15,10 +15,14 @@ TASK = "causal_discovery"
 cd_prepare = task_module(TASK, "prepare")  # the task's own prepare module, for its constants
 
 
+D = cd_prepare.N_NODES
+K = len(cd_prepare.SEMS)  # datasets per split
+
+
 def _true_adjacency(prepared, phase: str, dataset: str) -> np.ndarray:
     edges = pd.read_csv(prepared.labels_dir / f"{phase}_edges.csv")
     edges = edges[edges["dataset"] == dataset]
-    matrix = np.zeros((10, 10), dtype=int)
+    matrix = np.zeros((D, D), dtype=int)
     matrix[edges["source"], edges["target"]] = 1
     return matrix
 
@@ -27,26 +31,29 @@ def test_prepare_is_deterministic_and_graphs_are_dags(prepared, tmp_path):
     cd_prepare.main(["--out", str(tmp_path / "again")])
     assert data_digest(tmp_path / "again") == data_digest(prepared.root)
     for phase, prefix in (("val", "v"), ("test", "t")):
-        for k in range(6):
+        for k in range(K):
             adjacency = _true_adjacency(prepared, phase, f"{prefix}{k}")
-            power = np.eye(10, dtype=int)
-            for _ in range(10):  # a DAG's adjacency matrix is nilpotent
+            power = np.eye(D, dtype=int)
+            for _ in range(D):  # a DAG's adjacency matrix is nilpotent
                 power = power @ adjacency
-            assert not power.any() and 8 <= adjacency.sum() <= 30
+            assert not power.any() and 25 <= adjacency.sum() <= 55
     x = pd.read_csv(prepared.public_dir / "val" / "v0.csv").to_numpy()
-    assert x.shape == (1000, 10) and np.allclose(x.mean(0), 0, atol=1e-4) and np.allclose(x.std(0), 1, atol=1e-3)
-    assert sorted(p.name for p in prepared.public_dir.rglob("*") if p.is_file()) == [f"v{k}.csv" for k in range(6)]
+    assert x.shape == (500, 20) and np.allclose(x.mean(0), 0, atol=1e-4) and np.allclose(x.std(0), 1, atol=1e-3)
+    assert sorted(p.name for p in prepared.public_dir.rglob("*") if p.is_file()) == sorted(f"v{k}.csv" for k in range(K))
 
 
 def test_dataset_numbers_do_not_reveal_the_sem_type(prepared):
     """Each split numbers its datasets in its own seeded order: neither the number nor the driver's call
     order (which follows it) tells a dataset's SEM, and knowing val's order says nothing about test's."""
     tables = {phase: pd.read_csv(prepared.labels_dir / f"{phase}_datasets.csv") for phase in ("val", "test")}
-    orders = {phase: table.sort_values("dataset")["sem"].tolist() for phase, table in tables.items()}
+    orders = {phase: (table.sort_values("dataset")["sem"] + "/" + table.sort_values("dataset")["graph"]).tolist()
+              for phase, table in tables.items()}
     generation_order = [f"{method}-{sem}" for method, sem in cd_prepare.SEMS]
-    assert sorted(orders["val"]) == sorted(orders["test"]) == sorted(generation_order)
+    for phase, table in tables.items():
+        assert sorted(table["sem"]) == sorted(generation_order)
+        assert sorted(table["graph"]) == sorted(cd_prepare.GRAPHS)
+        assert table.sort_values("dataset")["sem"].tolist() != generation_order
     assert orders["val"] != orders["test"]
-    assert generation_order not in orders.values()
 
 
 def test_reference_diagnosis_names_every_datasets_sem(prepared):
@@ -57,7 +64,7 @@ def test_reference_diagnosis_names_every_datasets_sem(prepared):
         datasets = pd.read_csv(prepared.labels_dir / f"{phase}_datasets.csv")
         for name, sem in zip(datasets["dataset"], datasets["sem"]):
             kind = reference.diagnose(pd.read_csv(folder / f"{name}.csv").to_numpy())
-            expected = ("linear-nongaussian" if sem in ("linear-exp", "linear-gumbel")
+            expected = ("linear-nongaussian" if sem == "linear-mixed"
                         else "linear-gaussian" if sem == "linear-gauss" else "nonlinear")
             assert kind == expected, (phase, name, sem)
 
@@ -77,11 +84,11 @@ def test_other_constant_graphs_do_not_beat_the_floor(prepared, tmp_path, graph):
     """A data-independent graph (complete, or a fixed random DAG) scores worse than the empty graph."""
     rng = np.random.default_rng(0)
     rows = []
-    for k in range(6):
+    for k in range(K):
         if graph == "full":
-            matrix = np.triu(np.ones((10, 10), dtype=int), 1)
+            matrix = np.triu(np.ones((D, D), dtype=int), 1)
         else:
-            matrix = np.triu((rng.random((10, 10)) < 0.35).astype(int), 1)
+            matrix = np.triu((rng.random((D, D)) < 0.2).astype(int), 1)
         rows += [(f"t{k}", s, t) for s, t in zip(*np.nonzero(matrix))]
     preds = tmp_path / "preds"
     preds.mkdir()
@@ -93,7 +100,7 @@ def test_other_constant_graphs_do_not_beat_the_floor(prepared, tmp_path, graph):
 def test_evaluator_scores_known_graphs(prepared, tmp_path):
     """The truth scores 0; reversing one edge and leaving another undirected cost 1 each."""
     rows = []
-    for k in range(6):
+    for k in range(K):
         adjacency = _true_adjacency(prepared, "val", f"v{k}")
         if k == 0:
             (s1, t1), (s2, t2) = list(zip(*np.nonzero(adjacency)))[:2]
@@ -104,13 +111,13 @@ def test_evaluator_scores_known_graphs(prepared, tmp_path):
     preds.mkdir()
     pd.DataFrame(rows, columns=["dataset", "source", "target"]).to_csv(preds / "predictions.csv", index=False)
     metrics = evaluate_ok(prepared.spec, "val", preds, prepared.labels_dir, tmp_path)
-    assert metrics["shd"] == pytest.approx(2 / 6) and metrics["skeleton_f1"] == pytest.approx(1.0)
+    assert metrics["shd"] == pytest.approx(2 / K) and metrics["skeleton_f1"] == pytest.approx(1.0)
     assert 0.9 < metrics["f1"] < 1.0
 
 
 @pytest.mark.parametrize("content, reason", [
     ("dataset,source,target\nv0,3,3\n", "self-loop"),
-    ("dataset,source,target\nv0,0,10\n", "out of range"),
+    ("dataset,source,target\nv0,0,20\n", "out of range"),
     ("dataset,source,target\nv0,-1,2\n", "out of range"),
     ("dataset,source,target\nt0,0,1\n", "unknown datasets"),
     ("dataset,source,target\nv0,0.5,1\n", "integer"),
@@ -145,7 +152,7 @@ def test_evaluator_rejects_a_nan_dataset_name_in_one_line(prepared, tmp_path, ca
 
 
 @pytest.mark.parametrize("body, reason", [
-    ("return np.full((10, 10), 0.5)", "only 0 and 1"),
+    ("return np.full((20, 20), 0.5)", "only 0 and 1"),
 ])
 def test_driver_rejects_bad_graphs(prepared, tmp_path, body, reason):
     code = code_copy(prepared, tmp_path / "code",
