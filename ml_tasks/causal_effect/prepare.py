@@ -91,24 +91,34 @@ def term(rng: np.random.Generator, kind: str, x: np.ndarray) -> np.ndarray:
     return np.exp(rng.uniform(0.4, 0.8) * proj)  # "exp"
 
 
-def draw_surface(rng: np.random.Generator, x: np.ndarray, n_terms: tuple[int, int], sd: float) -> np.ndarray:
-    """A sparse random sum of terms with random signed coefficients, centred and rescaled to sd `sd`."""
+def draw_surface(rng: np.random.Generator, x: np.ndarray, n_terms: tuple[int, int], sd: float,
+                 record: list | None = None) -> np.ndarray:
+    """A sparse random sum of terms with random signed coefficients, centred and rescaled to sd `sd`.
+
+    `record`, when given, receives (kind, values) of every term that enters (benchmarks/oracle_causal_effect.py
+    replays the draws to fit each surface's true terms); it draws nothing, so the data are the same."""
     k = rng.integers(n_terms[0], n_terms[1] + 1)
     total = np.zeros(len(x))
     for kind in rng.choice(TERM_KINDS, size=k):
         values = term(rng, str(kind), x)
         scale = values.std()
         if scale > 0:
+            if record is not None:
+                record.append((str(kind), values))
             total += rng.choice([-1.0, 1.0]) * rng.uniform(0.5, 1.5) * (values - values.mean()) / scale
     if total.std() == 0:
         return total
     return total / total.std() * sd
 
 
-def draw_replication(rng: np.random.Generator, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Treatment, factual outcome and true effect of every unit under one freshly drawn surface."""
-    mu0 = draw_surface(rng, x, MU_TERMS, rng.uniform(*MU_SD)) + rng.normal(0, 2)
-    tau = rng.uniform(*TAU_MEAN) + draw_surface(rng, x, TAU_TERMS, rng.uniform(*TAU_SD))
+def draw_replication(rng: np.random.Generator, x: np.ndarray,
+                     terms: dict[str, list] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Treatment, factual outcome and true effect of every unit under one freshly drawn surface.
+
+    `terms`, when given, receives the true terms of the control outcome ("mu0") and of the effect ("tau")."""
+    terms = {"mu0": [], "tau": []} if terms is None else terms
+    mu0 = draw_surface(rng, x, MU_TERMS, rng.uniform(*MU_SD), terms.setdefault("mu0", [])) + rng.normal(0, 2)
+    tau = rng.uniform(*TAU_MEAN) + draw_surface(rng, x, TAU_TERMS, rng.uniform(*TAU_SD), terms.setdefault("tau", []))
     subset = rng.choice(x.shape[1], size=rng.integers(3, 6), replace=False)
     z = x[:, subset] @ rng.normal(size=len(subset))
     z = (z - z.mean()) / z.std()

@@ -40,6 +40,22 @@ def test_prepare_is_deterministic_and_public_data_hold_no_effects(prepared, tmp_
     assert min(gaps) > 0.3
 
 
+def test_the_recorded_true_terms_span_each_effect_surface(prepared):
+    """benchmarks/oracle_causal_effect.py's 1.0 rests on this: draw_replication's recorded terms (drawing nothing
+    more than prepare does) rebuild each replication's true effects exactly, with an intercept."""
+    cov_seq, _, _, *rep_seqs = np.random.SeedSequence(ce_prepare.SURFACE_ENTROPY).spawn(3 + ce_prepare.N_REPLICATIONS)
+    x = ce_prepare.simulate_covariates(np.random.default_rng(cov_seq))
+    for seq in rep_seqs[:3]:
+        t, y, tau = ce_prepare.draw_replication(np.random.default_rng(seq), x)
+        terms: dict[str, list] = {}
+        t2, y2, tau2 = ce_prepare.draw_replication(np.random.default_rng(seq), x, terms)
+        assert np.array_equal(t, t2) and np.array_equal(y, y2) and np.array_equal(tau, tau2)
+        assert 2 <= len(terms["tau"]) <= 4 and 4 <= len(terms["mu0"]) <= 7
+        span = np.column_stack([np.ones(len(x))] + [v for _, v in terms["tau"]])
+        coef, *_ = np.linalg.lstsq(span, tau, rcond=None)
+        assert np.abs(span @ coef - tau).max() < 1e-8
+
+
 def test_floor_is_the_oracle_constant_and_no_constant_beats_it(prepared, tmp_path):
     """The floor is the mean std of the true test effects; the trivial overlay, run for real in the
     sandbox, and the oracle constant itself through the real evaluator score no better."""
