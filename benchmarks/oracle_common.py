@@ -58,3 +58,40 @@ def conclude(task, name: str, val: dict[str, float], test: dict[str, float]) -> 
     metric = task.spec.metric.name
     print(f"oracle (best on val): {name}: val {val[metric]:.4f}, test {test[metric]!r} "
           f"(the manifest's metric.target: {task.spec.metric.target!r})", flush=True)
+
+
+class BestOnVal:
+    """Reports every candidate's val and test scores and keeps the one best on val: the oracle's pick."""
+
+    def __init__(self, task) -> None:
+        self.task = task
+        self.metric = task.spec.metric.name
+        self.best: tuple[str, dict[str, dict[str, float]]] | None = None
+
+    def add(self, name: str, scores: dict[str, dict[str, float]], shown: str | None = None) -> None:
+        """`scores`: {"val": metrics, "test": metrics}; `shown` replaces `name` on the report line."""
+        report(self.task, shown or name, scores["val"], scores["test"])
+        if self.best is None or scores["val"][self.metric] > self.best[1]["val"][self.metric]:
+            self.best = (name, scores)
+
+    def conclude(self) -> None:
+        assert self.best is not None, "no candidate was added"
+        name, scores = self.best
+        conclude(self.task, name, scores["val"], scores["test"])
+
+
+def digit_classifiers(mlp_name: str) -> dict[str, object]:
+    """The pooled-data candidates of the continual and federated oracles: the tasks' MLP, kNN, RBF SVMs."""
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.svm import SVC
+
+    out: dict[str, object] = {
+        mlp_name: MLPClassifier((64,), max_iter=1000, random_state=0),
+        "1-nearest neighbour": KNeighborsClassifier(1),
+        "3-nearest neighbours": KNeighborsClassifier(3),
+    }
+    for c in (1.0, 3.0, 10.0, 30.0):
+        for gamma in ("scale", 0.02, 0.05):
+            out[f"RBF SVM C={c:g} gamma={gamma}"] = SVC(C=c, gamma=gamma)
+    return out

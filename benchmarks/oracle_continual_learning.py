@@ -19,25 +19,13 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from oracle_common import conclude, evaluate, prepared, report
+from oracle_common import BestOnVal, digit_classifiers, evaluate, prepared
 
 N_SPLITS = 5
 
 
 def candidates() -> dict[str, object]:
-    from sklearn.neighbors import KNeighborsClassifier
-    from sklearn.neural_network import MLPClassifier
-    from sklearn.svm import SVC
-
-    out: dict[str, object] = {
-        "joint MLP 64-64-10 (the reference's network)": MLPClassifier((64,), max_iter=1000, random_state=0),
-        "1-nearest neighbour": KNeighborsClassifier(1),
-        "3-nearest neighbours": KNeighborsClassifier(3),
-    }
-    for c in (1.0, 3.0, 10.0, 30.0):
-        for gamma in ("scale", 0.02, 0.05):
-            out[f"RBF SVM C={c:g} gamma={gamma}"] = SVC(C=c, gamma=gamma)
-    return out
+    return digit_classifiers("joint MLP 64-64-10 (the reference's network)")
 
 
 def joint_predictions(model, task, x_eval: np.ndarray) -> list[np.ndarray]:
@@ -67,16 +55,12 @@ def main() -> int:
     task = prepared("continual_learning")
     inputs = {"val": np.load(task.public_dir / "val_inputs.npz"),
               "test": np.load(task.test_inputs_dir / "test_inputs.npz")}
-    metric = task.spec.metric.name
-    best = None
+    picker = BestOnVal(task)
     for name, model in candidates().items():
         scores = {phase: evaluate(task, phase, writer(d["id"], joint_predictions(model, task, d["x"])))
                   for phase, d in inputs.items()}
-        report(task, name, scores["val"], scores["test"])
-        if best is None or scores["val"][metric] > best[1]["val"][metric]:
-            best = (name, scores)
-    name, scores = best
-    conclude(task, name, scores["val"], scores["test"])
+        picker.add(name, scores)
+    picker.conclude()
     return 0
 
 

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from oracle_common import conclude, evaluate, prepared, report
+from oracle_common import BestOnVal, evaluate, prepared
 from task_runtime.digits import PIXEL_MAX
 
 
@@ -75,8 +75,7 @@ def main() -> int:
     d_train = replayed["digit"].to_numpy()
     inputs = {"val": pd.read_csv(task.public_dir / "val_inputs.csv"),
               "test": pd.read_csv(task.test_inputs_dir / "test_inputs.csv")}
-    metric = task.spec.metric.name
-    best = None
+    picker = BestOnVal(task)
     for name, (model, by_digit) in candidates().items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -86,11 +85,8 @@ def main() -> int:
             pred = model.predict(digit_images(frame, tables[phase], order, gen))
             labels = pd.DataFrame({"id": frame["id"], "label": ((pred >= 5) if by_digit else pred).astype(int)})
             scores[phase] = evaluate(task, phase, lambda out, f=labels: f.to_csv(out / "predictions.csv", index=False))
-        report(task, name, scores["val"], scores["test"])
-        if best is None or scores["val"][metric] > best[1]["val"][metric]:
-            best = (name, scores)
-    name, scores = best
-    conclude(task, name, scores["val"], scores["test"])
+        picker.add(name, scores)
+    picker.conclude()
     return 0
 
 

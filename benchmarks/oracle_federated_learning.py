@@ -18,25 +18,13 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from oracle_common import conclude, evaluate, prepared, report
+from oracle_common import BestOnVal, digit_classifiers, evaluate, prepared
 
 N_CLIENTS = 10
 
 
 def candidates() -> dict[str, object]:
-    from sklearn.neighbors import KNeighborsClassifier
-    from sklearn.neural_network import MLPClassifier
-    from sklearn.svm import SVC
-
-    out: dict[str, object] = {
-        "centralised MLP 64-64-10": MLPClassifier((64,), max_iter=1000, random_state=0),
-        "1-nearest neighbour": KNeighborsClassifier(1),
-        "3-nearest neighbours": KNeighborsClassifier(3),
-    }
-    for c in (1.0, 3.0, 10.0, 30.0):
-        for gamma in ("scale", 0.02, 0.05):
-            out[f"RBF SVM C={c:g} gamma={gamma}"] = SVC(C=c, gamma=gamma)
-    return out
+    return digit_classifiers("centralised MLP 64-64-10")
 
 
 def main() -> int:
@@ -45,8 +33,7 @@ def main() -> int:
     x, y = np.concatenate([s["x"] for s in shards]), np.concatenate([s["y"] for s in shards])
     inputs = {"val": np.load(task.public_dir / "val_inputs.npz"),
               "test": np.load(task.test_inputs_dir / "test_inputs.npz")}
-    metric = task.spec.metric.name
-    best = None
+    picker = BestOnVal(task)
     for name, model in candidates().items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -55,11 +42,8 @@ def main() -> int:
         for phase, d in inputs.items():
             frame = pd.DataFrame({"id": d["id"], "label": model.predict(d["x"]).astype(np.int64)})
             scores[phase] = evaluate(task, phase, lambda out, f=frame: f.to_csv(out / "predictions.csv", index=False))
-        report(task, name, scores["val"], scores["test"])
-        if best is None or scores["val"][metric] > best[1]["val"][metric]:
-            best = (name, scores)
-    name, scores = best
-    conclude(task, name, scores["val"], scores["test"])
+        picker.add(name, scores)
+    picker.conclude()
     return 0
 
 

@@ -52,7 +52,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import target_model  # noqa: E402
-from oracle_common import conclude, evaluate, prepared, report  # noqa: E402
+from oracle_common import BestOnVal, evaluate, prepared  # noqa: E402
 
 SEED = 0
 
@@ -141,8 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             truth = labels["member"].to_numpy() == 1
             for rate in args.conditioned:
                 fitted[phase, rate] = (cand["id"], phi, *shadows(cand["x"], cand["y"], args.shadows, rng, truth, rate))
-    metric = task.spec.metric.name
-    best = None
+    picker = BestOnVal(task)
     variants = [(v, None) for v in ("per-candidate", "global", "offline")] + [("per-candidate", r) for r in args.conditioned]
     for variant, rate in variants:
         scores = {}
@@ -154,11 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                 else f"offline LiRA (OUT shadows only, {args.shadows} shadows)")
         if rate is not None:
             name = f"LiRA among the true companions ({rate:g} swapped, {args.shadows} shadows)"
-        report(task, name, scores["val"], scores["test"])
-        if best is None or scores["val"][metric] > best[1]["val"][metric]:
-            best = (name, scores)
-    variant, scores = best
-    conclude(task, variant, scores["val"], scores["test"])
+        picker.add(name, scores)
+    picker.conclude()
     return 0
 
 

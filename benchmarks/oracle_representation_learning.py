@@ -25,7 +25,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from oracle_common import conclude, evaluate, prepared, report
+from oracle_common import BestOnVal, evaluate, prepared
 from task_runtime import warm_up_torch
 from task_runtime.digits import digit_images, on_canvas
 
@@ -109,17 +109,13 @@ def main() -> int:
                 "10 logits": lambda name: outputs[0][name][1],
                 f"{len(SEEDS)} networks' logits (30 dimensions)":
                     lambda name: np.concatenate([o[name][1] for o in outputs], axis=1)}
-    metric = task.spec.metric.name
-    best = None
+    picker = BestOnVal(task)
     for label, values in variants.items():
         scores = {phase: evaluate(task, phase, writer({"probe_train": (inputs["probe_train"]["id"], values("probe_train")),
                                                        phase: (inputs[phase]["id"], values(phase))}))
                   for phase in ("val", "test")}
-        report(task, f"supervised CNN, {label}", scores["val"], scores["test"])
-        if best is None or scores["val"][metric] > best[1]["val"][metric]:
-            best = (label, scores)
-    label, scores = best
-    conclude(task, label, scores["val"], scores["test"])
+        picker.add(label, scores, shown=f"supervised CNN, {label}")
+    picker.conclude()
     return 0
 
 

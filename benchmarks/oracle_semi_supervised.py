@@ -30,7 +30,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from oracle_common import conclude, evaluate, prepared, report  # noqa: E402
+from oracle_common import BestOnVal, evaluate, prepared  # noqa: E402
 
 AUGMENT = 8  # extra generator draws of each pool digit
 AUGMENT_SEED = 1  # not prepare.py's seed: fresh draws of the nuisance
@@ -92,8 +92,7 @@ def main() -> int:
     candidates[f"RBF SVM C=10, pool + {AUGMENT} generator redraws each"] = (SVC(C=10.0), x_aug, y_aug, False)
     candidates[f"RBF SVM C=10, pool + {AUGMENT} generator redraws each, re-centred"] = (
         SVC(C=10.0), recentre(x_aug), y_aug, True)
-    metric = task.spec.metric.name
-    best = None
+    picker = BestOnVal(task)
     for name, (model, x_fit, y_fit, centred) in candidates.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -104,11 +103,8 @@ def main() -> int:
             pred = model.predict(recentre(x_in) if centred else x_in).astype(np.int64)
             scores[phase] = evaluate(task, phase, lambda out, ids=frame["id"], p=pred: pd.DataFrame(
                 {"id": ids, "label": p}).to_csv(out / "predictions.csv", index=False))
-        report(task, name, scores["val"], scores["test"])
-        if best is None or scores["val"][metric] > best[1]["val"][metric]:
-            best = (name, scores)
-    name, scores = best
-    conclude(task, name, scores["val"], scores["test"])
+        picker.add(name, scores)
+    picker.conclude()
     return 0
 
 
