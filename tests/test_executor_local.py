@@ -23,6 +23,7 @@ from benchmark.common.safefs import remove_tree
 from benchmark.executors import Job, Limits, LocalExecutor, LocalExecutorConfig
 from benchmark.executors import sandbox as sandbox_mod
 from benchmark.executors.cgroups import JobCgroup
+from benchmark.executors.held_files import HeldFiles
 from benchmark.executors.output import CappedWriter
 from tests.executor_conformance import (
     BACKGROUND_WRITER,
@@ -484,8 +485,10 @@ WORK_THEN_EXIT = """
 def cpu_hog() -> Iterator[int]:
     """A busy process pinned to one of our cores, for the duration of a test; yields that core."""
     core = min(os.sched_getaffinity(0))
-    hog = subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{core}}})\nwhile True: pass"])
+    spin = f"import os\nos.sched_setaffinity(0, {{{core}}})\nprint('spinning', flush=True)\nwhile True: pass"
+    hog = subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE)
     try:
+        assert hog.stdout is not None and hog.stdout.readline() == b"spinning\n"  # busy before the job starts
         yield core
     finally:
         hog.kill()
@@ -542,6 +545,32 @@ def test_cpu_time_of_an_escaped_process_counts_without_sandbox_or_cgroups(tmp_pa
     with LocalExecutor(LocalExecutorConfig(sandbox="none"), use_cgroups=False) as ex:
         result, _, _ = run(ex, job)
     assert result.over_cpu_limit and result.cpu_seconds >= 2.0
+
+
+@pytest.mark.parametrize("sandbox,use_cgroups", METERS)
+def test_files_a_job_holds_are_counted_in_its_resources(tmp_path: Path, sandbox: str, use_cgroups: bool) -> None:
+    """A job that pins files while it sleeps costs little CPU; the peak it held is in its result."""
+    job = make_job(tmp_path, """
+        import os, time
+        held = [open(os.devnull) for _ in range(150)]
+        if os.fork() == 0:  # a child holds its own copies: the count spans the job's processes
+            held += [open(os.devnull) for _ in range(100)]
+            time.sleep(10 ** 6)
+        time.sleep(4)
+    """, timeout_s=30.0)
+    with LocalExecutor(LocalExecutorConfig(sandbox=sandbox), use_cgroups=use_cgroups) as ex:
+        result, _, err = run(ex, job)
+    assert result.ok, (result, err)
+    assert result.peak_open_files is not None and 400 <= result.peak_open_files < 600
+
+
+def test_held_files_of_unreadable_processes_are_unknown_not_zero() -> None:
+    gone = HeldFiles(lambda: [2 ** 22 + 1])  # above pid_max: no such process
+    gone.sample()
+    assert gone.peak is None
+    mine = HeldFiles(lambda: [os.getpid(), 2 ** 22 + 1])
+    mine.sample()
+    assert mine.peak is not None and mine.peak >= 3
 
 
 @pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap)])

@@ -78,6 +78,7 @@ class JobResult:
     clock: str = WALL  # CPU: timeout_s limited its CPU time (wall_limit_s is the backstop); WALL: wall time
     over_cpu_limit: bool = False  # killed for going over its CPU-time limit (timed_out is True too)
     wall_limit_s: float = 0.0  # the wall-clock limit it ran under (timeout_s, or the backstop)
+    peak_open_files: Optional[int] = None  # most files its processes held open at once; None where unmeasured
 
     @property
     def ok(self) -> bool:

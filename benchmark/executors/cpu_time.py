@@ -63,6 +63,7 @@ class ProcessTreeCpu:
         self._root_start = root[1] if root else 0
         self._escaped: dict[int, tuple[int, int]] = {}  # escaped subtree root -> (start, its own last ticks)
         self._lost_ticks = 0  # last readings of escaped roots that are gone (their children live on as roots)
+        self.pids: set[int] = set()  # the job's processes at the last scan
 
     def seconds(self, force: bool = False) -> float:
         if force or time.monotonic() >= self._next:
@@ -86,6 +87,7 @@ class ProcessTreeCpu:
             if root in self._escaped:
                 self._escaped[root] = (self._escaped[root][0], own)
             total += ticks
+        self.pids = seen
         for pid, (start, ticks) in list(self._escaped.items()):
             if starts.get(pid) != start:  # ended (reaped outside the job) or its pid reused
                 self._lost_ticks += ticks

@@ -39,6 +39,7 @@ from benchmark.executors.base import CPU, WALL, Job, JobResult, job_problem
 from benchmark.executors.cgroups import JobCgroup
 from benchmark.executors.cpu_time import ProcessTreeCpu
 from benchmark.executors.gpus import GpuPool
+from benchmark.executors.held_files import HeldFiles
 from benchmark.executors.job_uids import JOB_USER, MAX_UID, JobUids
 from benchmark.executors.kill_loop import kill_until_gone
 from benchmark.executors.no_userns import no_userns_program, program_fd
@@ -324,9 +325,11 @@ class LocalExecutor:
         pipes = _Pipes({proc.stdout.fileno(): out, proc.stderr.fileno(): err})
         disk = _DiskGuard(job, poll=copy_back is None)  # on the capped tmpfs the kernel counts
         cpu = _JobCpu(proc.pid, cgroup, None if self._bwrap else _marker(job_id))
+        held = HeldFiles(cpu.pids)
         outcome, violation = "exited", ""
         try:
             while not _has_exited(proc.pid):
+                held.sample()
                 if self._stopping.is_set():
                     outcome = "stopped"
                     break
@@ -354,7 +357,7 @@ class LocalExecutor:
                 copy_back.finish(_COPY_BACK_S)
         seconds = time.monotonic() - started
         stdout_truncated, stderr_truncated = out.close(), err.close()
-        times = dict(cpu_seconds=cpu_seconds, clock=clock, wall_limit_s=wall_limit)
+        times = dict(cpu_seconds=cpu_seconds, clock=clock, wall_limit_s=wall_limit, peak_open_files=held.peak)
         if copy_back is not None:
             violation = violation or over_limit(copy_back.header, job.disk_bytes or 0) or copy_back.violation
         violation = violation or disk.check(final=True)  # what it wrote in its last moments counts too
@@ -393,6 +396,14 @@ class _JobCpu:
             return self._cgroup.cpu_seconds() or 0.0
         assert self._tree is not None
         return self._tree.seconds(force=final)
+
+    def pids(self) -> set[int]:
+        """The job's processes now (its cgroup's members, else its tree at a fresh enough scan)."""
+        if self._cgroup is not None:
+            return self._cgroup.pids()
+        assert self._tree is not None
+        self._tree.seconds()
+        return self._tree.pids
 
 
 class _Pipes:

@@ -44,6 +44,7 @@ class CommandResult:
     refused: str = ""  # why the harness did not run it (compute budget spent, bad files); nothing ran
     cpu_seconds: float | None = None  # CPU time of all its processes, where the executor measures it
     clock: str = "wall"  # what its time limit measured (JobResult.clock)
+    peak_open_files: int | None = None  # most files its processes held at once, where the executor measures it
 
     @property
     def charged_seconds(self) -> float:
@@ -53,7 +54,7 @@ class CommandResult:
     def to_record(self, blobs: BlobStore) -> dict[str, Any]:
         return {"kind": "command", "command": self.command[:2000], "exit_code": self.exit_code,
                 "timed_out": self.timed_out, "seconds": self.seconds, "cpu_seconds": self.cpu_seconds,
-                "clock": self.clock, "refused": self.refused,
+                "clock": self.clock, "peak_open_files": self.peak_open_files, "refused": self.refused,
                 "stdout": blobs.put(self.stdout), "stderr": blobs.put(self.stderr)}
 
 
@@ -101,7 +102,8 @@ class CommandRunner:
                 stderr += f"\n[harness: {outcome.error or 'killed: ' + killed}]"
             return CommandResult(command, outcome.exit_code, outcome.timed_out,
                                  round(time.monotonic() - started, 3), stdout[-RETURN_CHARS:], stderr[-RETURN_CHARS:],
-                                 cpu_seconds=outcome.cpu_seconds, clock=outcome.clock)
+                                 cpu_seconds=outcome.cpu_seconds, clock=outcome.clock,
+                                 peak_open_files=outcome.peak_open_files)
         finally:
             discard_tree(self.scratch)
 

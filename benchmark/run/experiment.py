@@ -53,6 +53,7 @@ class Outcome:
     note: str = ""  # what the harness set aside from a valid score (non-finite secondary metrics)
     cpu_seconds: float | None = None  # CPU time of the job's processes (not the evaluator's); None if unknown
     clock: str = "wall"  # what the step limit bound: "cpu" (the job's CPU time) or "wall" (JobResult.clock)
+    peak_open_files: int | None = None  # most files the job's processes held at once (JobResult)
     # wall seconds of each part (materialize, job, collect, evaluate): benchmarks/experiment_overhead.py
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -168,7 +169,8 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
         outcome = Outcome(exit_code=result.exit_code, timed_out=result.timed_out, seconds=0.0,
                           stdout=job_output(_read(job.stdout_path)).encode(),
                           stderr=job_output(_read(job.stderr_path)).encode(),
-                          cpu_seconds=result.cpu_seconds, clock=result.clock)
+                          cpu_seconds=result.cpu_seconds, clock=result.clock,
+                          peak_open_files=result.peak_open_files)
         outcome.bug_reason = _job_problem(result, timeout_s, outcome.stderr, prepared.spec.resources.disk_gb)
         outcome.timings = timings
         if not outcome.bug_reason:
