@@ -1,8 +1,9 @@
 """Prompt sections and wording for the shared operators (our own text; no other project's prompts).
 
 What a strong LLM asked for, and where it lives: numbers instead of words for limits (`setup`), the
-latest attempts with what each changed and every metric (`attempts`), output tails cut at line
-boundaries with tracebacks kept (`text.tail_lines`), a data preview (`benchmark.tasks.data_preview`),
+latest attempts (and the best) with what each changed, every metric and the start and end of their
+output (`attempts`), what was already tried from the solution being edited (`solution_section`),
+tracebacks kept whole where they fit (`text.tail_lines`), a data preview (`benchmark.tasks.data_preview`),
 harness files in full once and then as an outline (`harness`), and a character budget that shrinks
 the least important sections first (`text.assemble`).
 """
@@ -44,9 +45,10 @@ JOBS = {
         "Keep this first version simple and robust, so it runs well inside the time limit."
     ),
     "improve": (
-        "Propose ONE concrete, atomic change to the solution above that you expect to improve {metric}, and "
-        "implement it. Do not repeat an idea that was already tried (see the attempts above); build on what "
-        "the results suggest."
+        "Propose ONE concrete change to the solution above that you expect to improve {metric}, and implement "
+        "it: one idea, with whatever settings must move with it to make it work (coupled settings count as one "
+        "change). Do not repeat an idea that was already tried (see the attempts above and those already tried "
+        "from this solution); build on what the results suggest."
     ),
     "debug": (
         "The solution above failed ({reason}). Find the cause in its output and fix it. Keep the solution's "
@@ -148,13 +150,6 @@ def _compare(ctx: OpContext, node: Node) -> str:
     return f" ({'; '.join(words)})" if words else ""
 
 
-def _worse(ctx: OpContext, node: Node) -> bool:
-    if node.status != OK or not node.parents:
-        return node.executed
-    parent = ctx.store.get(node.parents[0])
-    return parent.status == OK and not ctx.task.metric.better(node.primary, parent.primary)
-
-
 HALF_LIMIT_WARNING = "over half the limit: a heavier version of it would be killed"
 
 
@@ -211,15 +206,17 @@ def _cpu_clock(ctx: OpContext) -> bool:
     return baseline is not None and baseline.clock == "cpu"
 
 
-def budget_line(ctx: OpContext) -> str:
+def budget_line(ctx: OpContext, commands: bool = False) -> str:
     """The run's budget in one line, in the units it is enforced in (experiments; seconds on the step
-    limit's clock). Every operator of every agent states the budget through this line alone."""
+    limit's clock). Every operator of every agent states the budget through this line alone; `commands`:
+    the agent runs shell commands too (they spend compute)."""
     budget, cpu = ctx.budget, _cpu_clock(ctx)
     compute = f"{budget.compute_hours * 3600:g} s of {'CPU' if cpu else 'experiment'} time in all"
     if math.isfinite(ctx.compute_left_s):
         compute = f"{max(ctx.compute_left_s, 0.0):.0f} s left of {compute}"
-    return (f"Budget: {ctx.steps_left} of {budget.steps} experiments left (a failed or no-op edit spends none); "
-            f"compute: {compute} (experiments and any commands you run).")
+    spent_by = "experiments and the commands you run" if commands else "experiments"
+    return (f"Budget: {ctx.steps_left} of {budget.steps} experiments left (every run spends one, failed or not; "
+            f"an edit that cannot be applied or changes nothing spends none); compute: {compute} ({spent_by}).")
 
 
 def versions_line(ctx: OpContext) -> str:
@@ -236,7 +233,7 @@ def versions_line(ctx: OpContext) -> str:
               "makes the experiment fail.")
 
 
-def setup_section(ctx: OpContext) -> Section:
+def setup_section(ctx: OpContext, commands: bool = False) -> Section:
     """Numbers the LLM plans with: metric and scores, the val and test sizes and the baseline's noise on
     them (so a val difference can be judged), the run's budget, the step limit, the baseline's measured
     time on the limit's clock, and the library versions. The task's own description states
@@ -255,7 +252,7 @@ def setup_section(ctx: OpContext) -> Section:
              if cpu else f"{budget.step_timeout_s:g} s (wall-clock)")
     lines = [
         f"- Metric: {metric.name} on the validation set, {metric.direction} is better. " + "; ".join(scores) + ".",
-        f"- {budget_line(ctx)}",
+        f"- {budget_line(ctx, commands)}",
         f"- One experiment = one run of your code, killed at {limit}; {res.cpus} CPU{'s' if res.cpus != 1 else ''}, "
         f"{res.memory_gb:g} GB memory, {res.gpus or 'no'} GPU{'s' if res.gpus != 1 else ''}, no network.",
     ]
@@ -263,8 +260,9 @@ def setup_section(ctx: OpContext) -> Section:
     if noise:
         lines.insert(1, f"- {noise}")
     if baseline is not None and baseline.executed:
-        lines.append(f"- The baseline's run took {time_note(ctx, baseline)}. Keep each experiment well under half "
-                     "the limit: the machine may be slower when it runs.")
+        lines.append(f"- The baseline's run took {time_note(ctx, baseline)}, measured in this run (plan with this "
+                     "figure, not with any time the task text states). Keep each experiment well under half the "
+                     "limit: the machine may be slower when it runs.")
     versions = versions_line(ctx)
     if versions:
         lines.append(f"- Environment: {versions}")
@@ -301,7 +299,7 @@ def harness_section(ctx: OpContext, full: bool) -> Section:
     if not files:
         return Section("Harness files (read-only)", [""], 60)
     outline = "\n\n".join(
-        f"{rel} (outline; shown in full in an earlier prompt):\n```\n"
+        f"{rel} (outline: its signatures and docstrings; the file is the task's, unchanged by any attempt):\n```\n"
         + (outline_python(text) if rel.endswith(".py") else "\n".join(text.splitlines()[:10])) + "\n```"
         for rel, text in files.items())
     api = runtime_api(text for rel, text in files.items() if rel.endswith(".py"))
@@ -319,6 +317,9 @@ def attempts_section(ctx: OpContext, cfg: PromptConfig, shown: frozenset[str] = 
     """The latest attempts: parent, what changed, every metric, and tails of failures and regressions
     (except for the ``shown`` nodes, whose whole output the prompt carries with their files)."""
     nodes = [n for n in ctx.store.last(cfg.memory_size) if n.step > 0]
+    best = ctx.store.best()
+    if nodes and best is not None and best.step > 0 and best not in nodes:
+        nodes.insert(0, best)  # the best stays in view however many attempts followed it
     if not nodes:
         return Section("Recent attempts", ["(none yet)"], 70)
 
@@ -338,9 +339,9 @@ def attempts_section(ctx: OpContext, cfg: PromptConfig, shown: frozenset[str] = 
             lines.append(f"  analysis: {middle(node.analysis, 1200)}")
         if not node.executed and node.feedback:
             lines.append("  feedback:\n" + _indent(tail_lines(node.feedback, cfg.attempt_tail_chars)))
-        elif _worse(ctx, node) and cfg.attempt_tail_chars and node.id not in shown:
-            stream = ctx.store.blobs.text(node.stderr) or ctx.store.blobs.text(node.stdout)
-            lines.append("  output tail:\n" + _indent(tail_lines(stream, cfg.attempt_tail_chars) or "(empty)"))
+        elif node.executed and cfg.attempt_tail_chars and node.id not in shown:
+            # both streams, cut in the middle: what a run printed first (its diagnostics) and how it ended
+            lines.append("  output (start and end):\n" + _indent(output_tail(ctx, node, cfg.attempt_tail_chars // 2)))
         return "\n".join(lines)
 
     newest_first = nodes[::-1]
@@ -358,7 +359,7 @@ def explored_section(ctx: OpContext, cfg: PromptConfig) -> Section:
 
     def entry(node: Node) -> str:
         text = f"- node {node.id} ({node.operator}): {ctx.task.metric.name} = {node.primary:.5g}\n" \
-               f"  design: {summarize(node.plan, 400) or '(none)'}"
+               f"  design: {summarize(node.plan, 800) or '(none)'}"
         return text + (f"\n  result: {middle(node.analysis, 800)}" if node.analysis else "")
 
     title = "Earlier ideas explored (scored; the latest are under Recent attempts)"
@@ -384,7 +385,7 @@ def debug_history_section(ctx: OpContext, node: Node) -> Section:
         return "\n".join(lines) or (f"(none: this is the first attempt to fix node {node.id}; its failure "
                                      "and output are shown with the solution below)")
 
-    return Section("Debug history (earlier failed attempts in this chain)", [listing(300), listing(100)], 80)
+    return Section("Debug history (earlier failed attempts in this chain)", [listing(600), listing(150)], 80)
 
 
 def _last_error(ctx: OpContext, node: Node) -> str:
@@ -397,11 +398,28 @@ def solution_section(ctx: OpContext, node: Node, cfg: PromptConfig, label: str) 
     head = f"node {node.id} ({node.operator}): {result_line(ctx, node)}; metrics: {metrics_line(node)}"
     if node.analysis:
         head += f"\nAnalysis: {middle(node.analysis, 1200)}"
+    head += _tried_from(ctx, node)
 
     def body(limit: int) -> str:
         return f"{head}\n\n{files_block(files)}\n\n## Its output\n{output_tail(ctx, node, limit)}"
 
     return Section(label, [body(cfg.output_tail_chars), body(cfg.output_tail_chars // 3)], 90)
+
+
+def _tried_from(ctx: OpContext, node: Node) -> str:
+    """What was already tried on top of this solution, and whether the latest attempt is this one: a
+    policy that returns to its best node shows it again, and its analysis may suggest a step since lost."""
+    tried = [c for c in ctx.store.children(node.id) if c.status]
+    text = ""
+    if tried:
+        text += "\nAlready tried from this solution (do not repeat):\n" + "\n".join(
+            f"- node {c.id} ({c.operator}): {result_line(ctx, c)}; plan: {summarize(c.plan, 200) or '(none)'}"
+            for c in tried)
+    latest = next((n for n in reversed(list(ctx.store)) if n.step > 0 and n.status), None)
+    if latest is not None and latest.id != node.id:
+        text += (f"\nThe latest attempt, node {latest.id}, is not this solution: its changes are not in the files "
+                 "below.")
+    return text
 
 
 def job_section(ctx: OpContext, role: str, cfg: PromptConfig, parent: Node, job: str | None = None) -> Section:

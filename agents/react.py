@@ -217,7 +217,7 @@ def _context(ctx: OpContext, cfg: ReactConfig, older: list[dict[str, Any]], file
     shown = older[-cfg.history_entries:]
     lines = [f"({len(older) - len(shown)} earlier turns omitted)"] if len(older) > len(shown) else []
     lines += [f"- {t['line']}" for t in shown]
-    sections = [prompts.task_section(ctx), prompts.setup_section(ctx),
+    sections = [prompts.task_section(ctx), prompts.setup_section(ctx, commands=True),
                 prompts.harness_section(ctx, full=not prompts.harness_shown(ctx)),
                 prompts.data_section(ctx, cfg, priority=40),
                 Section("Sandbox", [sandbox_note(ctx)], 98),
@@ -247,7 +247,7 @@ def build_messages(ctx: OpContext, cfg: ReactConfig, history: list[dict[str, Any
 def supervise(ctx: OpContext, cfg: ReactConfig) -> tuple[str, Any]:
     """MLRB's supervisor: the next assignment for a fresh worker, from the experiments so far."""
     runs = [n for n in ctx.store if n.executed and n.step > 0]
-    sections = [prompts.task_section(ctx), prompts.setup_section(ctx), prompts.data_section(ctx, cfg, priority=40),
+    sections = [prompts.task_section(ctx), prompts.setup_section(ctx, commands=True), prompts.data_section(ctx, cfg, priority=40),
                 Section("Assignments so far and their results", ["\n".join(
                     f"- node {n.id}: {prompts.result_line(ctx, n)}; assignment and report: {summarize(n.plan, 600)}"
                     for n in runs) or "(none yet)"], 80),

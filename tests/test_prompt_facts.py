@@ -189,3 +189,64 @@ def test_the_debug_prompt_shows_the_debug_history_its_job_names(tmp_path) -> Non
     text = _user(operators.build_messages(ctx, "debug", [retry], CFG))
     history = text.split("# Debug history")[1].split("\n# ")[0]
     assert f"node {first.id}" in history
+
+
+def _section(text: str, title: str) -> str:
+    return text.split(f"# {title}")[1].split("\n# ")[0]
+
+
+def test_an_attempts_first_printed_diagnostics_survive_a_long_output(tmp_path) -> None:
+    """Issue 27: a worse attempt's output was cut from the top, so what a model printed first (its
+    diagnostics) was lost first; a better attempt that is not being edited showed no output at all."""
+    ctx, tree = _ctx(tmp_path)
+    good = tree.add("draft", ("0000",), 2.0)
+    worse = tree.add("improve", (good.id,), 2.5)
+    worse.stdout = tree.store.blobs.put("DIAG fold errors 0.31 0.29\n" + "epoch line\n" * 2000 + "final 2.5\n")
+    worse.stderr = tree.store.blobs.put("UserWarning: something\n" * 500)
+    better = tree.add("improve", (good.id,), 1.5)
+    better.stdout = tree.store.blobs.put("BETTER-DIAG kept 12 features\n")
+    text = _user(operators.build_messages(ctx, "improve", [good], CFG))
+    attempts = _section(text, "Recent attempts")
+    assert "DIAG fold errors" in attempts and "final 2.5" in attempts
+    assert "BETTER-DIAG kept 12 features" in attempts
+
+
+def test_the_best_node_stays_in_the_attempts_however_many_followed(tmp_path) -> None:
+    ctx, tree = _ctx(tmp_path)
+    best = tree.add("draft", ("0000",), 0.5)
+    for _ in range(CFG.memory_size + 2):
+        tree.add("improve", (best.id,), 2.0)
+    text = _user(operators.build_messages(ctx, "improve", [tree.store.get("0001")], CFG))
+    assert f"node {best.id}, draft" in _section(text, "Recent attempts")
+
+
+def test_the_solution_being_edited_lists_what_was_tried_from_it_and_is_not_the_latest(tmp_path) -> None:
+    """Issue 27: greedy returns to its best node, whose analysis may recommend a step already tried and
+    lost; the prompt says what was tried from it and that the latest attempt is not applied."""
+    ctx, tree = _ctx(tmp_path)
+    best = tree.add("draft", ("0000",), 1.0)
+    lost = tree.add("improve", (best.id,), 1.8)
+    lost.plan = "Plan: add cross-fitting to the R-learner."
+    text = _user(operators.build_messages(ctx, "improve", [best], CFG))
+    current = _section(text, "Current solution")
+    assert f"node {lost.id}" in current and "cross-fitting" in current
+    assert f"latest attempt, node {lost.id}, is not this solution" in current
+    assert "latest attempt" not in _section(_user(operators.build_messages(ctx, "improve", [lost], CFG)),
+                                            "Current solution")
+
+
+def test_the_budget_says_a_failed_run_spends_an_experiment_and_names_commands_only_where_they_exist(tmp_path) -> None:
+    ctx, _ = _ctx(tmp_path)
+    line = prompts.budget_line(ctx)
+    assert "every run spends one, failed or not" in line and "command" not in line
+    assert "the commands you run" in prompts.budget_line(ctx, commands=True)
+
+
+def test_a_harness_outline_never_claims_an_earlier_prompt_showed_the_file(tmp_path) -> None:
+    """Every call is stateless: the model has not seen any earlier prompt."""
+    ctx, tree = _ctx(tmp_path)
+    drafted = tree.add("draft", ("0000",), 2.0)
+    drafted.llm_calls = [{"operator": "draft"}]
+    text = _user(operators.build_messages(ctx, "improve", [drafted], CFG))
+    harness = _section(text, "Harness files")
+    assert "outline" in harness and "earlier prompt" not in text
