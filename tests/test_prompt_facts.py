@@ -250,3 +250,13 @@ def test_a_harness_outline_never_claims_an_earlier_prompt_showed_the_file(tmp_pa
     text = _user(operators.build_messages(ctx, "improve", [drafted], CFG))
     harness = _section(text, "Harness files")
     assert "outline" in harness and "earlier prompt" not in text
+
+
+def test_search_replace_asks_for_whole_lines_in_its_rules_and_in_its_feedback() -> None:
+    """Issue 27: blocks that quoted part of a line (a key of a one-line JSON file) failed with no hint why."""
+    from benchmark.plugins.edits import apply_edits, format_instructions
+
+    assert "never part of a line" in format_instructions("search_replace")
+    result = apply_edits('params.json\n<<<<<<< SEARCH\n"a": 1\n=======\n"a": 3\n>>>>>>> REPLACE\n',
+                         {"params.json": '{"a": 1, "b": 2}\n'}, lambda rel: True)
+    assert not result.ok and "never part of a line" in result.feedback

@@ -296,7 +296,7 @@ def _apply_block(content: str, block: _Block, path: str) -> tuple[Optional[str],
         start, window = _closest(lines, search)
         shown = "\n".join(window)
         return None, (
-            f"{label}: SEARCH does not match the file. SEARCH must copy existing lines exactly. "
+            f"{label}: SEARCH does not match the file. SEARCH must copy whole existing lines exactly, never part of a line. "
             f"The closest lines in {path} (lines {start + 1}-{start + len(window)}) are:\n```\n{shown}\n```"
         )
     i = where[0]
@@ -441,8 +441,9 @@ the lines that replace them
 >>>>>>> REPLACE
 
 Rules:
-- SEARCH must copy the existing lines character for character, including indentation and comments,
-  and must match exactly one place in the file: add neighbouring lines if it could match twice.
+- SEARCH must copy whole existing lines (never part of a line) character for character, including
+  indentation and comments, and must match exactly one place in the file: add neighbouring lines if it
+  could match twice. A file of one long line (a JSON file) is changed by replacing that whole line.
 - Keep blocks small: quote only the lines that change plus a little context. Use several blocks
   for several changes; they are applied in order, so a later block sees earlier results.
 - Put the path line before every block. To create a new file, leave SEARCH empty.
