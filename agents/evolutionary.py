@@ -13,9 +13,12 @@ island's average; islands over `max_island_size` drop their worst; and from gene
 islands are reset to their best plus one migrant from a stronger island.
 
 At small budgets the sizes follow the run's budget unless set (agents/budget_rules.py): individuals per
-generation = budget // 4 in [1, `max_individuals`]; islands = one per two individuals, at most
-`max_islands` (an island fed one child a generation selects from nothing); the temperature schedule
-spans budget // individuals generations, so selection sharpens within the run, not after it.
+generation = budget // 4 in [1, `max_individuals`]; islands = one per individual, at most `max_islands`
+(two from a budget of 8: with one island there is no migration, the method's point); the temperature
+schedule spans budget // individuals generations, so selection sharpens within the run, not after it.
+
+Crossover pairs two members of an island that are not one another's ancestor and were not crossed
+before (else it mutates instead), and its prompt states how the two are related.
 
 State (generation, islands, fitness range, agenda, offspring awaiting admission) is JSON,
 checkpointed with every node. Offspring that finish after their generation closed (parallel runs)
@@ -27,12 +30,12 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from agents import operators
 from agents.budget_rules import exploration_width
 from agents.prompts import PromptConfig
-from agents.tree import ROOT, action_from_json, action_to_json, debug_depth, retry_debug
+from agents.tree import ROOT, action_from_json, action_to_json, ancestors, debug_depth, retry_debug
 from benchmark.common.domains import domain
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec
 from benchmark.plugins.manager import hookimpl
@@ -84,7 +87,7 @@ class EvolutionaryPolicy:
         self.cfg, self.metric = cfg, metric
         self.individuals = exploration_width(cfg.individuals_per_generation, budget_steps, cfg.max_individuals)
         self.num_islands = cfg.num_islands if cfg.num_islands is not None else \
-            max(1, min(cfg.max_islands, self.individuals // 2))
+            max(1, min(cfg.max_islands, self.individuals))
         self.num_generations = cfg.num_generations if cfg.num_generations is not None else \
             max(1, budget_steps // self.individuals)
         self.generation = 0
@@ -158,13 +161,14 @@ class EvolutionaryPolicy:
         actions = []
         for k in range(self.individuals):
             tag = f"gen:{self.generation}#{k + 1}"
-            actions.append(self.sample(store, rng, tag) if any(self.islands) else
+            actions.append(self.sample(store, rng, tag, planned=actions) if any(self.islands) else
                            Action("draft", (ROOT,), {"island": rng.randrange(self.num_islands)}, tag))
         return actions
 
-    def sample(self, store: NodeStore, rng: random.Random, tag: str) -> Action:
+    def sample(self, store: NodeStore, rng: random.Random, tag: str, planned: Sequence[Action] = ()) -> Action:
         """Island by softmax of average fitness among islands holding enough members (AIRA resamples
-        until one does, which draws from this same distribution), then parents by softmax."""
+        until one does, which draws from this same distribution), then parents by softmax; `planned`: the
+        generation's actions so far, whose crossover pairs are taken."""
         temp = self.temperature()
         crossover = self.generation >= self.cfg.num_generations_till_crossover and rng.random() < self.cfg.crossover_prob
         eligible = [k for k, members in enumerate(self.islands) if len(members) >= (2 if crossover else 1)]
@@ -173,8 +177,16 @@ class EvolutionaryPolicy:
         averages = [self.normalized(self.average(store, self.islands[k])) for k in eligible]
         island = eligible[softmax_choice(rng, averages, temp)[0]]
         members = self.islands[island]
-        picks = softmax_choice(rng, [self.normalized(store.get(i).primary) for i in members], temp, 2 if crossover else 1)
-        return Action("crossover" if crossover else "improve", tuple(members[i] for i in picks), {"island": island}, tag)
+        fitness = [self.normalized(store.get(i).primary) for i in members]
+        first = members[softmax_choice(rng, fitness, temp)[0]]
+        if crossover:
+            taken = [set(a.parents) for a in (*planned, *self.agenda) if a.operator == "crossover"]
+            mates = [k for k, other in enumerate(members)
+                     if _fresh_pair(store, first, other) and {first, other} not in taken]
+            if mates:
+                second = members[mates[softmax_choice(rng, [fitness[k] for k in mates], temp)[0]]]
+                return Action("crossover", (first, second), {"island": island}, tag)
+        return Action("improve", (first,), {"island": island}, tag)
 
     # -- policy ----------------------------------------------------------------------------------
     def next_action(self, store: NodeStore, rng: random.Random) -> Action:
@@ -207,6 +219,14 @@ class EvolutionaryPolicy:
         self.gmin, self.gmax, self.started = state["gmin"], state["gmax"], state["started"]
         self.agenda = [action_from_json(a) for a in state["agenda"]]
         self.offspring = [list(o) for o in state["offspring"]]
+
+
+def _fresh_pair(store: NodeStore, a: str, b: str) -> bool:
+    """Whether crossing a and b can make something new: two nodes, neither the other's ancestor (a child
+    already holds what its parent has), not crossed together before."""
+    if a == b or a in ancestors(store, b) or b in ancestors(store, a):
+        return False
+    return not any(n.operator == "crossover" and set(n.parents) == {a, b} for n in store)
 
 
 def build(cfg: EvolutionaryConfig, task: TaskSpec) -> Agent:

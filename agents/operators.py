@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 from agents import prompts
 from agents.prompts import PromptConfig
 from agents.text import Section, is_library_frame, assemble, diff_stats, head_lines, middle, summarize
+from agents.tree import path_to_root
 from benchmark.common.moved import deprecated_names
 from benchmark.plugins.agent_api import Action, Analysis, Analyzer, OpContext, Operator, Proposal
 from benchmark.plugins.edits import apply_edits
@@ -45,14 +46,20 @@ def build_messages(ctx: OpContext, role: str, parents: list[Node], cfg: PromptCo
         sections.append(prompts.debug_history_section(ctx, parent))
     sections.extend(extra)
     if role == "crossover":
-        sections.append(prompts.solution_section(ctx, parents[0], cfg, "Solution A (your edits apply here)"))
-        sections.append(prompts.solution_section(ctx, parents[1], cfg, "Solution B"))
+        a, b = parents[0], parents[1]
+        sections.append(prompts.solution_section(ctx, a, cfg, f"Solution A (your edits apply here; {_lineage(ctx, a)})"))
+        sections.append(prompts.solution_section(ctx, b, cfg, f"Solution B ({_lineage(ctx, b)})"))
     else:
         label = "The task's baseline (edit this)" if parent.id == "0000" else "Current solution (edit this)"
         sections.append(prompts.solution_section(ctx, parent, cfg, label))
     sections.append(prompts.job_section(ctx, role, cfg, parent, job))
     return [{"role": "system", "content": prompts.SYSTEM},
             {"role": "user", "content": assemble(sections, cfg.prompt_chars)}]
+
+
+def _lineage(ctx: OpContext, node: Node) -> str:
+    """How a crossover parent was reached, so the LLM sees what the two share: its first-parent chain."""
+    return "lineage: " + " -> ".join(f"{n.id} ({n.operator})" for n in path_to_root(node, ctx.store))
 
 
 def _traceback_names_harness(ctx: OpContext, node: Node) -> bool:

@@ -42,6 +42,18 @@ def path_to_root(node: Node, store: NodeStore) -> list[Node]:
     return path[::-1]
 
 
+def ancestors(store: NodeStore, node_id: str) -> set[str]:
+    """Every node `node_id` descends from, through all its parents (a crossover has two)."""
+    found: set[str] = set()
+    stack = list(store.get(node_id).parents)
+    while stack:
+        current = stack.pop()
+        if current not in found:
+            found.add(current)
+            stack.extend(store.get(current).parents)
+    return found
+
+
 def retry_debug(node: Node, store: NodeStore, max_unrun: int = 2) -> Action | None:
     """Another try at a debug whose edit never ran, so one bad reply does not end a debug chain; at
     most ``max_unrun`` unrun fixes per buggy node, so a model that cannot edit does not loop."""

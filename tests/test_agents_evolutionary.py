@@ -107,10 +107,36 @@ def test_state_round_trips_through_json(tmp_path) -> None:
 def test_population_follows_a_small_budget(tmp_path) -> None:
     tree = Tree(tmp_path)
     sizes = [(p.individuals, p.num_islands, p.num_generations) for p in (_policy(tree, s) for s in (3, 8, 12, 40))]
-    assert sizes == [(1, 1, 3), (2, 1, 4), (3, 1, 4), (4, 2, 10)]
+    assert sizes == [(1, 1, 3), (2, 2, 4), (3, 2, 4), (4, 2, 10)]  # two islands from 8
     explicit = _policy(tree, 8, individuals_per_generation=4, num_islands=3, num_generations=7)
     assert (explicit.individuals, explicit.num_islands, explicit.num_generations) == (4, 3, 7)
     rng, policy = random.Random(0), _policy(tree, 8)
     actions = [_finish(policy, tree, score, rng)[0] for score in (2.0, 1.0, 1.5)]
     assert [a.operator for a in actions] == ["draft", "draft", "improve"]  # gen 0 is 2 of 8, not 4
-    assert len(policy.islands) == 1 and policy.generation == 1
+    assert len(policy.islands) == 2 and policy.generation == 1
+
+
+def test_crossover_never_pairs_a_node_with_its_ancestor_or_a_pair_crossed_before(tmp_path) -> None:
+    """Issue 27: a crossover paired a node with its own parent, and a pair already crossed was queued again."""
+    tree, rng = Tree(tmp_path), random.Random(3)
+    policy = _policy(tree, num_islands=1, crossover_prob=1.0, num_generations_till_crossover=0)
+    a = tree.add("draft", score=1.0)
+    child = tree.add("improve", (a.id,), 1.5)
+    b = tree.add("draft", score=2.0)
+    policy.islands, policy.gmin, policy.gmax, policy.generation = [[a.id, child.id, b.id]], 1.0, 2.0, 1
+    pairs = [set(x.parents) for x in (policy.sample(tree.store, rng, "t") for _ in range(60)) if x.operator == "crossover"]
+    assert pairs and {a.id, child.id} not in pairs
+    tree.add("crossover", (a.id, b.id), 1.2)
+    tree.add("crossover", (child.id, b.id), 1.3)
+    for _ in range(30):  # every fresh pair is used up: mutation instead
+        assert policy.sample(tree.store, rng, "t").operator == "improve"
+
+
+def test_a_generation_never_queues_the_same_crossover_twice(tmp_path) -> None:
+    tree, rng = Tree(tmp_path), random.Random(1)
+    policy = _policy(tree, num_islands=1, individuals_per_generation=4, crossover_prob=1.0,
+                     num_generations_till_crossover=0)
+    members = [tree.add("draft", score=s).id for s in (1.0, 2.0, 3.0)]
+    policy.islands, policy.gmin, policy.gmax, policy.generation, policy.started = [members], 1.0, 3.0, 1, True
+    crosses = [frozenset(x.parents) for x in policy.plan_generation(tree.store, rng) if x.operator == "crossover"]
+    assert crosses and len(crosses) == len(set(crosses))

@@ -260,3 +260,10 @@ def test_search_replace_asks_for_whole_lines_in_its_rules_and_in_its_feedback() 
     result = apply_edits('params.json\n<<<<<<< SEARCH\n"a": 1\n=======\n"a": 3\n>>>>>>> REPLACE\n',
                          {"params.json": '{"a": 1, "b": 2}\n'}, lambda rel: True)
     assert not result.ok and "never part of a line" in result.feedback
+
+
+def test_a_crossover_prompt_shows_each_solutions_lineage(tmp_path) -> None:
+    """Issue 27: a crossover of a node with its own parent hid that B was A's ancestor."""
+    ctx, tree = _ctx(tmp_path)
+    text = _edit_prompts(ctx, tree)["crossover"]  # crossover of 0001 (draft) and 0002 (an improve of 0001)
+    assert "lineage: 0000 (baseline) -> 0001 (draft) -> 0002 (improve)" in text
