@@ -259,6 +259,10 @@ def setup_section(ctx: OpContext, commands: bool = False) -> Section:
     noise = noise_fact(task.noise, metric.name)
     if noise:
         lines.insert(1, f"- {noise}")
+    if best is not None and metric.best_possible is not None and best.primary == metric.best_possible:
+        lines.insert(1, f"- The best so far has reached {metric.name}'s best possible value ({metric.best_possible:g}) "
+                        "on the validation set: val cannot rank further changes, so prefer ones you expect to "
+                        "hold on unseen data (simpler, less tuned to val); ties go to the earliest node.")
     if baseline is not None and baseline.executed:
         lines.append(f"- The baseline's run took {time_note(ctx, baseline)}, measured in this run (plan with this "
                      "figure, not with any time the task text states). Keep each experiment well under half the "

@@ -267,3 +267,18 @@ def test_a_crossover_prompt_shows_each_solutions_lineage(tmp_path) -> None:
     ctx, tree = _ctx(tmp_path)
     text = _edit_prompts(ctx, tree)["crossover"]  # crossover of 0001 (draft) and 0002 (an improve of 0001)
     assert "lineage: 0000 (baseline) -> 0001 (draft) -> 0002 (improve)" in text
+
+
+def test_a_val_metric_at_its_bound_is_said_so(tmp_path) -> None:
+    """Issue 27 (mcts on ood_detection): once val reached its best possible value every node tied and the
+    prompts still asked to lower it."""
+    ctx, tree = _ctx(tmp_path)
+    metric = replace(ctx.task.metric, best_possible=0.0)
+    ctx = replace(ctx, task=replace(ctx.task, metric=metric))
+    at_bound = tree.add("draft", ("0000",), 0.0)
+    setup = _section(_user(operators.build_messages(ctx, "improve", [at_bound], CFG)), "Setup and limits")
+    assert "best possible value (0)" in setup
+    ctx2, tree2 = _ctx(tmp_path / "other")  # a run whose best is above the bound says nothing of it
+    ctx2 = replace(ctx2, task=replace(ctx2.task, metric=metric))
+    above = tree2.add("draft", ("0000",), 0.5)
+    assert "best possible value" not in _user(operators.build_messages(ctx2, "improve", [above], CFG))
