@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agents.runtime_api import runtime_api
-from agents.text import Section, diff_stats, head_and_tail, head_lines, middle, outline_python, summarize, tail_lines
+from agents.text import Section, diff_stats, fold_repeats, head_and_tail, head_lines, middle, outline_python, summarize, tail_lines
 from benchmark.common.domains import domain
 from benchmark.plugins.edits import FORMATS
 from benchmark.records.journal import OK, Node
@@ -175,8 +175,8 @@ def time_note(ctx: OpContext, node: Node) -> str:
 
 def output_tail(ctx: OpContext, node: Node, limit: int) -> str:
     """Both streams, each cut from the middle when long: the start shows what ran, the end how it ended."""
-    stdout = head_and_tail(ctx.store.blobs.text(node.stdout), limit)
-    stderr = head_and_tail(ctx.store.blobs.text(node.stderr), limit)
+    stdout = head_and_tail(fold_repeats(ctx.store.blobs.text(node.stdout)), limit)
+    stderr = head_and_tail(fold_repeats(ctx.store.blobs.text(node.stderr)), limit)
     return f"stdout:\n{stdout or '(empty)'}\nstderr:\n{stderr or '(empty)'}"
 
 

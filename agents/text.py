@@ -48,6 +48,32 @@ def head_lines(text: str, limit: int) -> str:
     return f"{head}\n[... {text.count(chr(10)) - head.count(chr(10))} more lines cut ...]"
 
 
+_WARNING = re.compile(r"\b\w*Warning\b")
+
+
+def fold_repeats(text: str) -> str:
+    """A warning that a library printed again (once per worker or per call) is kept at its first place only,
+    with the source line Python prints under it, and a note counts the repeats: eight copies of one
+    warning filled an output tail that should have shown the run's own lines."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    dropped, skip_source = 0, False
+    for line in text.split("\n"):
+        if skip_source and line.startswith((" ", "\t")):
+            skip_source = False
+            continue
+        skip_source = False
+        if _WARNING.search(line):
+            if line in seen:
+                dropped, skip_source = dropped + 1, True
+                continue
+            seen.add(line)
+        kept.append(line)
+    if dropped:
+        kept.append(f"[{dropped} repeats of warnings shown above were removed]")
+    return "\n".join(kept)
+
+
 def head_and_tail(text: str, limit: int, head_share: float = 0.25) -> str:
     """``text`` in about ``limit`` chars, cut from the middle at line boundaries: the start (what the run
     set up and printed first) and the end (its result or traceback, kept by `tail_lines`) both survive,

@@ -282,3 +282,14 @@ def test_a_val_metric_at_its_bound_is_said_so(tmp_path) -> None:
     ctx2 = replace(ctx2, task=replace(ctx2.task, metric=metric))
     above = tree2.add("draft", ("0000",), 0.5)
     assert "best possible value" not in _user(operators.build_messages(ctx2, "improve", [above], CFG))
+
+
+def test_a_warning_repeated_by_a_library_is_shown_once_with_a_count(tmp_path) -> None:
+    """Issue 27 (evolutionary on causal_effect): one library warning was pasted 8 times into one output."""
+    ctx, tree = _ctx(tmp_path)
+    node = tree.add("draft", ("0000",), 2.0)
+    warning = "/lib/sklearn/base.py:12: ConvergenceWarning: lbfgs failed to converge\n  warnings.warn(\n"
+    node.stderr = tree.store.blobs.put("fold 1\n" + warning * 8 + "RUN-DIAG done\n")
+    text = prompts.output_tail(ctx, node, 3000)
+    assert text.count("ConvergenceWarning") == 1 and text.count("warnings.warn(") == 1
+    assert "RUN-DIAG done" in text and "7 repeats" in text
