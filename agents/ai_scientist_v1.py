@@ -188,7 +188,7 @@ def run(cfg: AIScientistV1Config, ctx: OpContext, parents: list[Node], action: A
     else:
         job = NEXT_RUN.format(done=run_no - 1, result=f"{prompts.result_line(ctx, parent)}; metrics: "
                               f"{prompts.metrics_line(parent)}", run=run_no, max_runs=cfg.max_runs)
-    extra = [Section("The idea", [prompts.idea_text(idea)], 95),
+    extra = [Section("The idea", [prompts.idea_text(idea, prompts.IDEA_CHARS)], 95),
              Section("Notes (notes.txt)", [f"````\n{head_lines(notes, cfg.notes_chars).rstrip()}\n````"], 92)]
     proposal = operators.edit(ctx, parents, action, role, cfg, extra=extra,
                               job=f"{job}\n\n{FORMAT}", reply_edits=lambda reply: notes_and_edits(reply)[1])

@@ -42,7 +42,8 @@ GOALS = (
     "Stage 1 of 4, initial implementation: get a correct, working implementation of the research idea, simple "
     "and robust, that runs well within the limits.",
     "Stage 2 of 4, hyperparameter tuning: keep the method of the solution above and tune its hyperparameters "
-    "(learning rates, sizes, regularisation, iterations, ...). Change hyperparameters only, not the method.",
+    "(learning rates, sizes, regularisation, iterations, ...). Change hyperparameters only, not the method: a "
+    "change of method that an analysis above recommends belongs to stage 3, which comes next.",
     "Stage 3 of 4, creative research: improve the method of the solution above with a new idea of your own, a "
     "new component or technique rather than a retuning.",
     "Stage 4 of 4, ablation and refinement: find out which parts of the solution above matter (remove or "
@@ -180,7 +181,7 @@ def step(cfg: AIScientistV2Config, ctx: OpContext, parents: list[Node], action: 
         memo = {"ideas": ideas, "dropped": [i["Name"] for i in generated if i not in ideas]}
     ideas = memo.get("ideas") if memo else known_ideas(ctx.store)
     idea = ideas[action.hints["idea"]] if "idea" in action.hints and action.hints["idea"] < len(ideas) else None
-    extra = [Section("Research idea", [prompts.idea_text(idea)], 95)] if idea else []
+    extra = [Section("Research idea", [prompts.idea_text(idea, prompts.IDEA_CHARS)], 95)] if idea else []
     standard = prompts.JOBS[action.operator]
     if action.operator == "draft":
         standard = IDEA_DRAFT if idea else DRAFT_FROM_BEST if parents[0].id != ROOT else standard

@@ -237,7 +237,7 @@ def ideate(ctx: OpContext, cfg: PromptConfig, parent: Node, count: int, reflecti
     for idea in ideas if novelty_check else ():
         others = [i for i in [*known, *ideas] if i is not idea]
         sections = [prompts.task_section(ctx), prompts.solution_section(ctx, parent, cfg, "The baseline's code"),
-                    prompts.ideas_section(others, "Other ideas"), Section("Idea to judge", [prompts.idea_text(idea)], 100),
+                    prompts.ideas_section(others, "Other ideas"), Section("Idea to judge", [prompts.idea_text(idea, prompts.IDEA_CHARS)], 100),
                     Section("Your job", [prompts.NOVELTY_JOB], 100)]
         call = ctx.llm.complete([{"role": "system", "content": prompts.IDEA_SYSTEM},
                                  {"role": "user", "content": assemble(sections, cfg.prompt_chars // 2)}], operator="novelty")

@@ -457,10 +457,14 @@ def _indent(text: str) -> str:
 # -- ideas (AI Scientist) ------------------------------------------------------------------------
 
 
-def idea_text(idea: dict) -> str:
-    """An idea as the lines a prompt shows: title, experiment, the LLM's own ratings."""
+IDEA_CHARS = 4000  # an idea being implemented or judged is read whole (an ideation reply is ~1-2 KB)
+
+
+def idea_text(idea: dict, limit: int = 800) -> str:
+    """An idea as the lines a prompt shows: title, experiment (cut at `limit` in a list of other ideas;
+    pass IDEA_CHARS where the idea itself is the subject), the LLM's own ratings."""
     ratings = ", ".join(f"{k} {idea.get(k, '?')}" for k in ("Interestingness", "Feasibility", "Novelty"))
-    return f"{idea.get('Title') or idea.get('Name')} ({ratings})\n  Experiment: {summarize(str(idea.get('Experiment', '')), 800)}"
+    return f"{idea.get('Title') or idea.get('Name')} ({ratings})\n  Experiment: {summarize(str(idea.get('Experiment', '')), limit)}"
 
 
 def ideas_section(ideas: list[dict], title: str = "Ideas so far") -> Section:

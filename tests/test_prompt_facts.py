@@ -293,3 +293,17 @@ def test_a_warning_repeated_by_a_library_is_shown_once_with_a_count(tmp_path) ->
     text = prompts.output_tail(ctx, node, 3000)
     assert text.count("ConvergenceWarning") == 1 and text.count("warnings.warn(") == 1
     assert "RUN-DIAG done" in text and "7 repeats" in text
+
+
+def test_the_idea_being_judged_is_read_whole(tmp_path) -> None:
+    """Issue 27 (ai_scientist_v2): the idea text was cut in the draft and novelty prompts."""
+    import json
+
+    experiment = "Fit a doubly robust learner. " + "Step detail. " * 150 + "END-OF-EXPERIMENT"
+    idea = {"Name": "dr", "Title": "Doubly robust", "Experiment": experiment, "Interestingness": 6,
+            "Feasibility": 8, "Novelty": 5}
+    llm = FakeLLM(f"Thought: ok.\n```json\n{json.dumps(idea)}\n```\nI am done")
+    ctx, tree = _ctx(tmp_path, llm=llm)
+    operators.ideate(ctx, CFG, tree.store.get("0000"), 1, 1, True)
+    novelty = [_user(m) for op, m in llm.seen if op == "novelty"]
+    assert novelty and "END-OF-EXPERIMENT" in novelty[0]
