@@ -250,6 +250,8 @@ def setup_section(ctx: OpContext, commands: bool = False) -> Section:
     cpu = _cpu_clock(ctx)
     limit = (f"{budget.step_timeout_s:g} s of CPU time, all its processes and threads summed"
              if cpu else f"{budget.step_timeout_s:g} s (wall-clock)")
+    if cpu and baseline is not None and baseline.wall_limit_s:  # the baseline ran under the same step limit
+        limit += f", or at {baseline.wall_limit_s:g} s of wall-clock time (a backstop for a run that waits)"
     lines = [
         f"- Metric: {metric.name} on the validation set, {metric.direction} is better. " + "; ".join(scores) + ".",
         f"- {budget_line(ctx, commands)}",

@@ -201,6 +201,7 @@ def test_step_limit_and_compute_budget_are_cpu_time_and_shown_to_the_agent(toy, 
     assert busy["status"] == "buggy" and busy["timed_out"] and busy["clock"] == "cpu" and busy["cpu_seconds"] >= 3
     assert busy["bug_reason"] == f"killed: over the CPU-time limit of 3 s (used {busy['cpu_seconds']:.1f} s)"
     assert busy["peak_open_files"] >= 3  # the files its processes held (stdin, stdout, stderr at least)
+    assert baseline["wall_limit_s"] == busy["wall_limit_s"] > 3  # the CPU clock's wall backstop, shown in prompts
 
     assert summary["budget"]["clock"] == "cpu"
     cpu_hours = (baseline["cpu_seconds"] + busy["cpu_seconds"]) / 3600

@@ -307,3 +307,14 @@ def test_the_idea_being_judged_is_read_whole(tmp_path) -> None:
     operators.ideate(ctx, CFG, tree.store.get("0000"), 1, 1, True)
     novelty = [_user(m) for op, m in llm.seen if op == "novelty"]
     assert novelty and "END-OF-EXPERIMENT" in novelty[0]
+
+
+def test_the_wall_clock_backstop_of_a_cpu_limited_step_is_stated(tmp_path) -> None:
+    """Issue 27's answerers: the step limit is CPU time, but a run that waits is killed on the wall clock too."""
+    ctx, tree = _ctx(tmp_path, timeout=60)
+    baseline = tree.store.get("0000")
+    assert "wall-clock time" not in _section(_user(operators.build_messages(ctx, "draft", [baseline], CFG)),
+                                             "Setup and limits")  # unknown (a journal from before): not guessed
+    baseline.wall_limit_s = 300.0
+    setup = _section(_user(operators.build_messages(ctx, "draft", [baseline], CFG)), "Setup and limits")
+    assert "60 s of CPU time" in setup and "300 s of wall-clock time" in setup

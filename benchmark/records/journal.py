@@ -56,6 +56,7 @@ class Node:
     cpu_seconds: float | None = None  # CPU time of the experiment's job, all its processes; None if unmeasured
     clock: str = "wall"  # what the step limit and the compute budget measured: "cpu" or "wall" (budget.py)
     peak_open_files: int | None = None  # most files the job's processes held open at once; None if unmeasured
+    wall_limit_s: float | None = None  # the wall-clock limit it ran under (on the CPU clock: the backstop)
     stdout: str = ""  # blob digests of the captured (capped) streams
     stderr: str = ""
     metrics: dict[str, float] = field(default_factory=dict)

@@ -54,6 +54,7 @@ class Outcome:
     cpu_seconds: float | None = None  # CPU time of the job's processes (not the evaluator's); None if unknown
     clock: str = "wall"  # what the step limit bound: "cpu" (the job's CPU time) or "wall" (JobResult.clock)
     peak_open_files: int | None = None  # most files the job's processes held at once (JobResult)
+    wall_limit_s: float | None = None  # the wall-clock limit the job ran under: its limit or the CPU clock's backstop
     # wall seconds of each part (materialize, job, collect, evaluate): benchmarks/experiment_overhead.py
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -170,7 +171,7 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
                           stdout=job_output(_read(job.stdout_path)).encode(),
                           stderr=job_output(_read(job.stderr_path)).encode(),
                           cpu_seconds=result.cpu_seconds, clock=result.clock,
-                          peak_open_files=result.peak_open_files)
+                          peak_open_files=result.peak_open_files, wall_limit_s=result.wall_limit_s or None)
         outcome.bug_reason = _job_problem(result, timeout_s, outcome.stderr, prepared.spec.resources.disk_gb)
         outcome.timings = timings
         if not outcome.bug_reason:
