@@ -320,11 +320,11 @@ def data_section(ctx: OpContext, cfg: PromptConfig, priority: int) -> Section:
 
 
 def attempts_section(ctx: OpContext, cfg: PromptConfig, shown: frozenset[str] = frozenset()) -> Section:
-    """The latest attempts: parent, what changed, every metric, and tails of failures and regressions
-    (except for the ``shown`` nodes, whose whole output the prompt carries with their files)."""
+    """The latest attempts and the best: parent, what changed, every metric, and the start and end of
+    each run's output (except for the ``shown`` nodes, whose whole output the prompt carries with their files)."""
     nodes = [n for n in ctx.store.last(cfg.memory_size) if n.step > 0]
     best = ctx.store.best()
-    if nodes and best is not None and best.step > 0 and best not in nodes:
+    if nodes and best is not None and best.step > 0 and best.id not in {n.id for n in nodes}:
         nodes.insert(0, best)  # the best stays in view however many attempts followed it
     if not nodes:
         return Section("Recent attempts", ["(none yet)"], 70)
