@@ -24,12 +24,13 @@ def test_prepare_is_deterministic_and_clients_are_non_iid(prepared, tmp_path: Pa
     for k in range(10):
         with np.load(prepared.public_dir / f"client{k}.npz") as shard:
             sizes.append(len(shard["y"]))
+            assert shard["x"].shape == (len(shard["y"]), 81) and 0.0 <= shard["x"].min() <= shard["x"].max() <= 1.0
             counts = np.bincount(shard["y"], minlength=10)
             classes.append(int((counts >= 0.1 * counts.sum()).sum()))
     assert sum(sizes) == 1078 and min(sizes) >= 30
     assert np.median(classes) <= 4  # label skew: most clients hold a few classes
     with np.load(prepared.public_dir / "val_inputs.npz") as val:
-        assert set(val.files) == {"id", "x"}
+        assert set(val.files) == {"id", "x"} and val["x"].shape[1] == 81
 
 
 def test_floor_is_the_best_constant_class_on_test(prepared, ev) -> None:

@@ -9,8 +9,8 @@ The driver (harness-owned) runs every call below in its own locked process (see 
 
 Models, updates and states are dicts of numeric arrays (numpy or torch): at most 5,000 numbers per
 message (model or update), 5,000 per client state, 10,000 for the server state; None means no state.
-This baseline is FedAvg (McMahan et al. 2017): each client runs local SGD epochs from the broadcast
-weights and sends its new weights; the server averages them weighted by shard size.
+This baseline is FedAvg (McMahan et al. 2017) with an 81-48-10 MLP: each client runs local SGD epochs
+from the broadcast weights and sends its new weights; the server averages them weighted by shard size.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ import numpy as np
 import torch
 from torch import nn
 
-DEFAULTS = {"hidden": 64, "local_epochs": 5, "lr": 0.1, "batch_size": 10, "momentum": 0.9}
+PIXELS = 81  # a 9x9 canvas
+DEFAULTS = {"hidden": 48, "local_epochs": 5, "lr": 0.1, "batch_size": 10, "momentum": 0.9}
 
 
 def make_model(params: dict) -> nn.Module:
-    return nn.Sequential(nn.Linear(64, int(params["hidden"])), nn.ReLU(), nn.Linear(int(params["hidden"]), 10))
+    return nn.Sequential(nn.Linear(PIXELS, int(params["hidden"])), nn.ReLU(), nn.Linear(int(params["hidden"]), 10))
 
 
 def key(name: str) -> str:
