@@ -1,4 +1,4 @@
-"""Score the unlearning task: retained accuracy and a membership-inference gap, run by the evaluator.
+"""Score the unlearning task: retained accuracy and a calibrated membership-inference gap, run by the evaluator.
 
     python evaluate.py --phase val|test --predictions-dir <dir> --labels <labels dir> --metrics <out.json>
 
@@ -11,20 +11,26 @@ agent's code does at prediction time can treat the audited images specially.
 
 On the phase's hidden images (labels/eval_<phase>.npz):
   retain_acc   accuracy on retained training images agent code never saw (half per phase)
-  heldout_acc  accuracy on never-trained validation / test images
+  heldout_acc  accuracy on never-trained validation / test images (of the writers that stay)
   forget_acc   accuracy on the forget set
-  mia_auc_loss   AUROC of a loss-threshold membership-inference attack (Yeom et al. 2018) telling the
-                 forget set (label 1) from the held-out images (label 0), score = -cross-entropy loss
-  mia_auc_label  AUROC of the label-only attack (score = 1 if the model classifies the image
-                 correctly): catches a model that only softens its confidence on forgotten images
+Two membership-inference attacks tell the forget set (label 1) from the held-out images (label 0),
+each calibrated per image by reference models: networks of the same architecture trained on the
+retained images only, never on a forget image, whose per-image statistics prepare.py stored with the
+labels (difficulty calibration: Watson et al. 2022; the per-image Gaussian scale of LiRA, Carlini et al.
+2022). An image is suspicious when the scored model does better on it than models that never saw it do.
+  mia_auc_loss   AUROC of the calibrated loss attack: score = (log-odds of the true class under the
+                 model - the references' median log-odds) / the references' sd (log-odds =
+                 log(p_y / (1 - p_y)), a decreasing function of the cross-entropy loss)
+  mia_auc_label  AUROC of the calibrated label-only attack: score = 1 if the model classifies the
+                 image correctly, else 0, minus the fraction of references that do
   mia_gap        max over the two attacks of 2 * |AUROC - 0.5|, in [0, 1]: 0 when forgotten images
-                 look exactly like never-seen ones; over-forgetting (forgotten images *worse* than
-                 unseen ones, itself a membership signal) counts too
+                 stand to the references as never-seen ones do; over-forgetting (forgotten images
+                 *worse* than the references do on them) counts too
   unlearning_score = retain_acc * heldout_acc * (1 - mia_gap)     primary, higher is better
-Utility counts both what the model keeps (retained images) and how it generalizes (never-trained
-images), as the NeurIPS 2023 unlearning challenge's utility does: forgetting by degrading the whole
-model (shrinking every weight until members and non-members look alike) is paid for in heldout_acc.
-A constant output has mia_gap near 0 but accuracies near 0.1, so it scores about 0.01. The command
+A model retrained without the forget set is, on every image, one more draw of the references: both
+AUROCs about 0.5. Utility counts both what the model keeps (retained images) and how it generalizes
+(never-trained images), as the NeurIPS 2023 unlearning challenge's utility does. A constant output has
+accuracies near 0.1, so it scores about 0.01. The command
 line and the one-line error contract come from the harness's `task_runtime` package.
 """
 
@@ -66,19 +72,19 @@ def load_weights(path: Path) -> dict[str, np.ndarray]:
     return weights
 
 
-def losses_and_predictions(weights: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def log_odds_and_predictions(weights: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per image: the true class's log-odds log(p_y / (1 - p_y)) = logit_y - logsumexp of the other logits
+    (computed without rounding, so confident images keep distinct values), and the predicted class."""
     hidden = np.maximum(x.astype(np.float64) @ weights["w1"] + weights["b1"], 0.0)
     logits = hidden @ weights["w2"] + weights["b2"]
     rows = np.arange(len(y))
+    others = logits.copy()
+    others[rows, y] = -np.inf
+    top = others.max(axis=1)
     with np.errstate(over="ignore", invalid="ignore"):
-        # loss = log(1 + sum_{j != y} exp(m_j)) with m = logits - logit_y, computed without rounding
-        # 1 + tiny to 1: confident members and confident non-members must keep distinct losses.
-        margins = logits - logits[rows, y][:, None]
-        margins[rows, y] = -np.inf
-        top = np.maximum(margins.max(axis=1), 0.0)
-        rest = np.exp(margins - top[:, None]).sum(axis=1)
-        loss = np.where(top > 0, top + np.log(np.exp(-top) + rest), np.log1p(rest))
-    return loss, logits.argmax(axis=1)
+        rest = top + np.log(np.exp(others - top[:, None]).sum(axis=1))
+    # weights that overflow the logits give inf - inf: such an image counts as undecided (log-odds 0)
+    return np.nan_to_num(logits[rows, y] - rest, nan=0.0), logits.argmax(axis=1)
 
 
 def auroc(members: np.ndarray, nonmembers: np.ndarray) -> float:
@@ -91,13 +97,15 @@ def auroc(members: np.ndarray, nonmembers: np.ndarray) -> float:
 
 
 def score(weights: dict[str, np.ndarray], data: dict[str, np.ndarray]) -> dict[str, float]:
-    results = {}
+    odds, correct = {}, {}
     for part in ("forget", "heldout", "retain"):
-        results[part] = losses_and_predictions(weights, data[f"{part}_x"], data[f"{part}_y"])
-    acc = {part: float((pred == data[f"{part}_y"]).mean()) for part, (_, pred) in results.items()}
-    correct = {part: (pred == data[f"{part}_y"]).astype(float) for part, (_, pred) in results.items()}
-    auc_loss = auroc(-results["forget"][0], -results["heldout"][0])
-    auc_label = auroc(correct["forget"], correct["heldout"])
+        odds[part], pred = log_odds_and_predictions(weights, data[f"{part}_x"], data[f"{part}_y"])
+        correct[part] = (pred == data[f"{part}_y"]).astype(float)
+    acc = {part: float(c.mean()) for part, c in correct.items()}
+    calibrated = {part: (odds[part] - data[f"{part}_refmed"]) / data[f"{part}_refsd"] for part in ("forget", "heldout")}
+    labels = {part: correct[part] - data[f"{part}_refacc"] for part in ("forget", "heldout")}
+    auc_loss = auroc(calibrated["forget"], calibrated["heldout"])
+    auc_label = auroc(labels["forget"], labels["heldout"])
     gap = 2.0 * max(abs(auc_loss - 0.5), abs(auc_label - 0.5))
     return {"unlearning_score": acc["retain"] * acc["heldout"] * (1.0 - gap), "retain_acc": acc["retain"],
             "heldout_acc": acc["heldout"], "forget_acc": acc["forget"], "mia_auc_loss": auc_loss,

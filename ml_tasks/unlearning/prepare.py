@@ -1,18 +1,34 @@
-"""Write the unlearning task's data: a digits classifier trained on data that includes a forget set.
+"""Write the unlearning task's data: digits by several writers, a classifier trained on all of them, and
+the request to forget one writer.
 
 Run by `benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/unlearning>
 
-sklearn's digits (/16), each pasted at a random offset (0..2 in each direction) on a blank 10x10
-canvas with Gaussian pixel noise (sd 0.1): harder to generalise on than plain digits, so a model
-that fits its training images recognisably remembers them, as real models do. Split per class: 60% training, 20% validation, 20% test. A random 20% of the
-training images is the forget set. The original model is scikit-learn's MLPClassifier (64-128-10,
-ReLU, Adam, fixed random_state) trained on all training images, forget set included; it fits them
-perfectly, so they are recognisable members. Agent code gets the model, the forget set and a random
-quarter of the retained images; the other retained images, the validation and test images and
-every label beyond those are for the evaluator only. Deterministic (fixed seeds, single-threaded
-numpy, uncompressed .npz with fixed timestamps). Layout under --out:
+The generator (version 4.0.0; all draws from SEED, so two runs write the same bytes). Each of sklearn's
+1797 digits (/16) is assigned to one of N_WRITERS writers at random. Every writer has a hidden style drawn
+per writer: a shear, a rotation, a horizontal and a vertical stretch (an affine warp of the 8x8 digit), a
+stroke weight (a gamma on the intensities) and a blur, each of a size set by the writer's STYLE strength,
+and a home position on the canvas. The warped digit is pasted at the writer's home offset (0..2 each way),
+jittered by up to one pixel, on a blank 10x10 canvas with Gaussian pixel noise (sd 0.1), flattened
+row-major to 100 float32 values in [0, 1]. Writer 0 is the writer to forget; its style is drawn at
+FORGOTTEN_STYLE, larger than the others', so what a model learns from its images does not come for free
+from the other writers'. None of the writers, styles or positions is written to any file agent code sees.
+
+Splits: the forget set is every image of writer 0 (all of them are training images). The other writers'
+images are shuffled: RETAINED of them are training images (the retained set), the rest are never
+trained on and split in half between validation and test (the held-out images). Agent code gets a
+random RETAIN_PUBLIC of the retained images; the others are split in half between the val and test
+audits. The original model is scikit-learn's MLPClassifier (100-128-10, ReLU, Adam, fixed random_state)
+trained on every training image, the forget set included; it fits them all.
+
+The audit's reference models: REFERENCES networks of the same architecture trained from scratch on the
+retained images only (never a forget image), with the recipe `train_reference` (Adam, each batch also
+shown rolled by up to 2 pixels on the canvas), each from its own seed. For every forget and held-out
+image the labels keep the median and the standard deviation over them of the true class's log-odds and
+the fraction of them that classify it correctly: the evaluator's attacks compare the scored model with
+what a model that never saw the image does on that very image (difficulty calibration; Watson et al.
+2022, Carlini et al. 2022). Layout under --out:
 
     public/original_model.npz   w1 (100, 128), b1 (128,), w2 (128, 10), b2 (10,) float32
     public/forget.npz           x (n, 100) float32, y (n,) int64       the images to forget
@@ -20,7 +36,9 @@ numpy, uncompressed .npz with fixed timestamps). Layout under --out:
     test_inputs/README.txt      the test phase needs no inputs (the model is scored on hidden images)
     labels/eval_val.npz, labels/eval_test.npz
         forget_x, forget_y        the forget set (members whose membership should be undetectable)
-        heldout_x, heldout_y      validation / test images (never trained on: non-members)
+        forget_refmed, forget_refsd, forget_refacc    the reference models' log-odds median, sd, accuracy
+        heldout_x, heldout_y      validation / test images of the other writers (never trained on)
+        heldout_refmed, heldout_refsd, heldout_refacc
         retain_x, retain_y        half each of the hidden retained images (members to keep)
 """
 
@@ -35,27 +53,75 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from task_runtime.datasets import prepare_main, stratified_split  # noqa: E402
-from task_runtime.digits import digit_images, on_canvas  # noqa: E402
+from task_runtime.datasets import prepare_main  # noqa: E402
+from task_runtime.digits import digit_images  # noqa: E402
 
-SEED = 20261127
-FORGET_FRACTION = 0.2
-RETAIN_PUBLIC_FRACTION = 0.25
+SEED = 20271203  # fixed: changing it changes the task (bump the version)
+N_WRITERS = 6
+STYLE = 0.5  # the size of every other writer's style (1 = the largest warp below)
+FORGOTTEN_STYLE = 1.0  # the forgotten writer's
+RETAINED = 800  # training images of the other writers
+RETAIN_PUBLIC = 100  # of them, the ones agent code gets
 HIDDEN = 128
 CANVAS = 10
 NOISE = 0.1
-FRACTIONS = (0.6, 0.2, 0.2)  # train / val / test, per class
+REFERENCES = 8  # reference models per audit
+REFERENCE_EPOCHS = 150
+REFERENCE_SEEDS = [1000 + k for k in range(REFERENCES)]  # the oracle retrains with other seeds
+SD_FLOOR = 0.05  # the reference log-odds sd is at least this (images every reference model agrees on)
 
 
-def split(y: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    out = stratified_split(y, FRACTIONS, rng)
-    train = out.pop("train")
-    n_forget = round(FORGET_FRACTION * len(train))
-    out["forget"], retain = train[:n_forget], train[n_forget:]
-    n_public = round(RETAIN_PUBLIC_FRACTION * len(retain))
-    out["retain_public"], hidden = retain[:n_public], retain[n_public:]
-    out["retain_val"], out["retain_test"] = hidden[: len(hidden) // 2], hidden[len(hidden) // 2:]
+def writer_styles(rng: np.random.Generator) -> list[dict[str, float]]:
+    out = []
+    for writer in range(N_WRITERS):
+        g = FORGOTTEN_STYLE if writer == 0 else STYLE
+        u = rng.uniform(-1.0, 1.0, 6)
+        out.append({"shear": g * 0.3 * u[0], "rotation": g * 0.2 * u[1], "stretch_x": 1 + g * (0.125 * u[2] - 0.025),
+                    "stretch_y": 1 + g * (0.125 * u[3] - 0.025), "gamma": float(np.exp(g * 0.5 * u[4])),
+                    "blur": g * 0.25 * (u[5] + 1), "home_y": int(rng.integers(0, 3)), "home_x": int(rng.integers(0, 3))})
     return out
+
+
+def warp(image: np.ndarray, style: dict[str, float]) -> np.ndarray:
+    """One 8x8 digit in [0, 1] drawn in a writer's style."""
+    from scipy import ndimage
+
+    c, s = np.cos(style["rotation"]), np.sin(style["rotation"])
+    forward = np.array([[c, -s], [s, c]]) @ np.array([[1.0, style["shear"]], [0.0, 1.0]]) \
+        @ np.diag([style["stretch_y"], style["stretch_x"]])
+    inverse = np.linalg.inv(forward)
+    centre = np.array([3.5, 3.5])
+    out = ndimage.affine_transform(image.astype(np.float64), inverse, offset=centre - inverse @ centre, order=1,
+                                   mode="constant")
+    if style["blur"] > 0.05:
+        out = ndimage.gaussian_filter(out, style["blur"])
+    out = np.clip(out, 0.0, None)
+    top = out.max()
+    return (out / top if top > 0 else out) ** style["gamma"]
+
+
+def generate() -> dict[str, np.ndarray]:
+    """Every image (x, y), its writer, and the role of each (index arrays): what `build` writes and
+    benchmarks/oracle_unlearning.py replays."""
+    images, y = digit_images()
+    rng = np.random.default_rng(SEED)
+    writer = rng.integers(0, N_WRITERS, len(y))
+    styles = writer_styles(rng)
+    canvas = np.zeros((len(y), CANVAS, CANVAS))
+    for i in range(len(y)):
+        style = styles[writer[i]]
+        dy = int(np.clip(style["home_y"] + rng.integers(-1, 2), 0, CANVAS - 8))
+        dx = int(np.clip(style["home_x"] + rng.integers(-1, 2), 0, CANVAS - 8))
+        canvas[i, dy:dy + 8, dx:dx + 8] = warp(images[i], style)
+    noisy = canvas + rng.normal(0.0, NOISE, canvas.shape)
+    x = np.clip(noisy, 0.0, 1.0).reshape(len(y), -1).astype(np.float32)
+    others = rng.permutation(np.flatnonzero(writer != 0))
+    retain, heldout = others[:RETAINED], others[RETAINED:]
+    hidden = retain[RETAIN_PUBLIC:]
+    return {"x": x, "y": y, "writer": writer, "forget": np.flatnonzero(writer == 0),
+            "retain": retain, "retain_public": retain[:RETAIN_PUBLIC],
+            "retain_val": hidden[: len(hidden) // 2], "retain_test": hidden[len(hidden) // 2:],
+            "val": heldout[: len(heldout) // 2], "test": heldout[len(heldout) // 2:]}
 
 
 def train_original(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
@@ -67,27 +133,78 @@ def train_original(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
     return {k: v.astype(np.float32) for k, v in {"w1": w1, "b1": b1, "w2": w2, "b2": b2}.items()}
 
 
+def train_reference(x: np.ndarray, y: np.ndarray, seed: int, epochs: int = REFERENCE_EPOCHS) -> dict[str, np.ndarray]:
+    """A network of the task's architecture trained from scratch (Adam, cosine schedule, batches of 32,
+    each batch also shown rolled by a random offset of up to 2 pixels on the canvas)."""
+    import torch
+
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    xs, ys = torch.tensor(x), torch.tensor(y)
+    model = torch.nn.Sequential(torch.nn.Linear(CANVAS * CANVAS, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 10))
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, weight_decay=1e-4)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, epochs)
+    for _ in range(epochs):
+        order = torch.randperm(len(xs), generator=generator)
+        for start in range(0, len(xs), 32):
+            batch, labels = xs[order[start:start + 32]], ys[order[start:start + 32]]
+            dy, dx = torch.randint(-2, 3, (2,), generator=generator).tolist()
+            rolled = torch.roll(batch.view(-1, CANVAS, CANVAS), (dy, dx), (1, 2)).reshape(len(batch), -1)
+            loss = torch.nn.functional.cross_entropy(model(torch.cat([batch, rolled])), torch.cat([labels, labels]))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        schedule.step()
+    state = model.state_dict()
+    return {"w1": state["0.weight"].T.contiguous().numpy(), "b1": state["0.bias"].numpy(),
+            "w2": state["2.weight"].T.contiguous().numpy(), "b2": state["2.bias"].numpy()}
+
+
+def log_odds(weights: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The true class's log-odds, log(p_y / (1 - p_y)), and whether the argmax is right, per image."""
+    hidden = np.maximum(x.astype(np.float64) @ weights["w1"].astype(np.float64) + weights["b1"], 0.0)
+    logits = hidden @ weights["w2"].astype(np.float64) + weights["b2"]
+    rows = np.arange(len(y))
+    others = logits.copy()
+    others[rows, y] = -np.inf
+    top = others.max(axis=1)
+    rest = top + np.log(np.exp(others - top[:, None]).sum(axis=1))
+    return logits[rows, y] - rest, logits.argmax(axis=1) == y
+
+
+def reference_stats(references: list[dict[str, np.ndarray]], x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    odds, correct = zip(*(log_odds(w, x, y) for w in references))
+    odds = np.array(odds)
+    return {"refmed": np.median(odds, axis=0), "refsd": np.maximum(odds.std(axis=0, ddof=1), SD_FLOOR),
+            "refacc": np.array(correct, dtype=np.float64).mean(axis=0)}
+
+
 def build(out: Path) -> None:
     import warnings
 
-    images, y = digit_images()
-    rng = np.random.default_rng(SEED)
-    x = on_canvas(images, CANVAS, NOISE, rng)
-    parts = split(y, rng)
+    data = generate()
+    x, y = data["x"], data["y"]
     for folder in ("public", "test_inputs", "labels"):
         (out / folder).mkdir(parents=True, exist_ok=True)
-    train = np.concatenate([parts["forget"], parts["retain_public"], parts["retain_val"], parts["retain_test"]])
+    train = np.concatenate([data["forget"], data["retain"]])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # max_iter reached: intended, the model is meant to fit its data
         np.savez(out / "public" / "original_model.npz", **train_original(x[train], y[train]))
-    np.savez(out / "public" / "forget.npz", x=x[parts["forget"]], y=y[parts["forget"]])
-    np.savez(out / "public" / "retain_subset.npz", x=x[parts["retain_public"]], y=y[parts["retain_public"]])
+    np.savez(out / "public" / "forget.npz", x=x[data["forget"]], y=y[data["forget"]])
+    np.savez(out / "public" / "retain_subset.npz", x=x[data["retain_public"]], y=y[data["retain_public"]])
     (out / "test_inputs" / "README.txt").write_text(
         "The unlearning task's test phase needs no inputs: the unlearned model is scored on hidden images.\n")
+    references = [train_reference(x[data["retain"]], y[data["retain"]], seed) for seed in REFERENCE_SEEDS]
+    forget = data["forget"]
+    forget_stats = reference_stats(references, x[forget], y[forget])
     for phase in ("val", "test"):
-        f, h, r = parts["forget"], parts[phase], parts[f"retain_{phase}"]
-        np.savez(out / "labels" / f"eval_{phase}.npz", forget_x=x[f], forget_y=y[f], heldout_x=x[h],
-                 heldout_y=y[h], retain_x=x[r], retain_y=y[r])
+        h, r = data[phase], data[f"retain_{phase}"]
+        arrays = {"forget_x": x[forget], "forget_y": y[forget], "heldout_x": x[h], "heldout_y": y[h],
+                  "retain_x": x[r], "retain_y": y[r]}
+        arrays.update({f"forget_{k}": v for k, v in forget_stats.items()})
+        arrays.update({f"heldout_{k}": v for k, v in reference_stats(references, x[h], y[h]).items()})
+        np.savez(out / "labels" / f"eval_{phase}.npz", **arrays)
 
 
 def main(argv: list[str] | None = None) -> int:

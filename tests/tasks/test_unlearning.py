@@ -125,3 +125,26 @@ def test_description_states_the_formula() -> None:
     text = (TASK_DIR / "description.md").read_text()
     assert "unlearning_score` = retain_acc x heldout_acc x (1 - mia_gap)" in text and "2 x |AUROC - 0.5|" in text
     assert "labels/" not in text and "evaluate.py" not in text
+
+
+def test_forget_set_is_one_writer_and_the_references_never_saw_it(prepared) -> None:
+    """The generator's forget set is every image of writer 0, none of them retained or held out; the audit's
+    reference statistics are per image, for the forget and held-out images only, from models trained on
+    the retained images alone."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("unlearning_prepare", TASK_DIR / "prepare.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    data = gen.generate()
+    assert set(np.flatnonzero(data["writer"] == 0)) == set(data["forget"])
+    assert not set(data["forget"]) & (set(data["retain"]) | set(data["val"]) | set(data["test"]))
+    assert set(data["writer"][data["retain"]]) == set(range(1, gen.N_WRITERS))
+    for phase in ("val", "test"):
+        labels = hidden(prepared, phase)
+        for part in ("forget", "heldout"):
+            n = len(labels[f"{part}_y"])
+            assert labels[f"{part}_refmed"].shape == labels[f"{part}_refsd"].shape == labels[f"{part}_refacc"].shape == (n,)
+            assert (labels[f"{part}_refsd"] >= gen.SD_FLOOR).all()
+            assert ((labels[f"{part}_refacc"] >= 0) & (labels[f"{part}_refacc"] <= 1)).all()
+        assert not any(k.startswith("retain_ref") for k in labels)

@@ -7,8 +7,9 @@ The driver (harness-owned) calls
 `model` is the original classifier (arch.py: a 100-128-10 ReLU MLP in torch) trained on all training
 images, the forget set included. Return a module of the same architecture (modify `model` in place
 or build a new one with arch.make_model()) that behaves as if the forget set had never been seen
-while keeping what it learned from the retained images. You get the forget set and a quarter of
-the retained images (`retain_x, retain_y`); the other retained images are hidden and used to score.
+while keeping what it learned from the retained images. You get the forget set (every image of one
+writer) and an eighth of the retained images (`retain_x, retain_y`); the other retained images are
+hidden and used to score.
 This baseline is NegGrad+ (fine-tuning that descends the loss on retained images and ascends it on
 forgotten ones; Kurmanji et al. 2023 compare it with SCRUB).
 """
