@@ -60,6 +60,7 @@ def recentre(x: np.ndarray) -> np.ndarray:
 def main() -> int:
     from sklearn.svm import SVC
 
+    from task_runtime.datasets import stratified_split
     from task_runtime.digits import PIXEL_MAX, digit_pixels
 
     task = prepared("semi_supervised")
@@ -67,7 +68,6 @@ def main() -> int:
     images, labels = digit_pixels()
     # replay prepare.py: the split, the id draw, and every image's draw (written pixels, digit layer)
     rng = np.random.default_rng(prep.SEED)
-    from task_runtime.datasets import stratified_split
     stratified_split(labels, prep.FRACTIONS, rng, names=("pool", "val", "test"), shuffle=False)
     ids = rng.permutation(len(labels))
     pixels, layers, _ = prep.render(images, np.random.default_rng(prep.RENDER_SEED))
