@@ -1,21 +1,22 @@
-"""semi_supervised's 1.0: classifiers trained on EVERY label of the training pool, the generator's nuisance known.
+"""semi_supervised's 1.0: classifiers trained on EVERY label of the training pool, the generator's nuisances known.
 
     python benchmarks/oracle_semi_supervised.py
 
 Agents see 10 of the pool's 1078 labels; semi-supervised learning from them cannot beat what all 1078 give.
-Version 4's images are sklearn's 8x8 digits drawn through prepare.py's `distort` (a random rotation within
-+-20 degrees and scale within +-20%, then a random position on a 10x10 canvas), so the strongest classifier
-on every label is the one that knows that nuisance. Candidates, each trained on all 1078 pool images and
-labels (the labels replayed from prepare.py's seeded split and id draw):
+Version 5's images are sklearn's 8x8 digits drawn through prepare.py's `render`: hidden per-image nuisances
+(an affine warp and a random position on a 12x12 canvas, thinned or thickened strokes, fragments of other
+digits as clutter, a gain, a background level, inverted polarity, pixel noise). The oracle knows the
+generator and each image's draw, which it replays from prepare.py's fixed seeds (the labels from its
+seeded split and id draw). Candidates, each an RBF SVM (C 10) trained on all 1078 pool images and labels:
 
-  - RBF SVMs (C 1, 10, 100) on the pixels as given (version 3's 1.0, an SVM on every label);
-  - the same on images re-centred on their centre of mass (bilinear shift to the canvas centre: the
-    position is the nuisance, and removing it is what the generator allows);
-  - generator augmentation: each pool image's source digit drawn AUGMENT more times through `distort`
-    (fresh nuisance, same digit), an RBF SVM on the given draw plus those, raw and re-centred.
+  - on the pixels as given (what every label gives with nothing known);
+  - the same plus AUGMENT fresh generator draws of each pool digit (the generator's form known);
+  - on each image's digit layer (clutter and photometry undone: the draw known), re-centred on its centre
+    of mass, plus AUGMENT fresh draws' digit layers;
+  - on each image's source digit (every nuisance undone, geometry included: the whole draw known).
 
 The one with the best validation accuracy is the oracle, scored once on the hidden test set by the task's
-own evaluator. About 12 CPU-seconds (measured: a minute of wall time on a loaded 2-core machine).
+own evaluator. About a minute of CPU on one core.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import pandas as pd  # noqa: E402
 from oracle_common import BestOnVal, evaluate, prepared  # noqa: E402
 
 AUGMENT = 8  # extra generator draws of each pool digit
-AUGMENT_SEED = 1  # not prepare.py's seed: fresh draws of the nuisance
+AUGMENT_SEED = 1  # not prepare.py's seed: fresh draws of the nuisances
 
 
 def prepare_module(task):
@@ -41,18 +42,6 @@ def prepare_module(task):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def source_digits(task, prep) -> tuple[dict[int, np.ndarray], dict[int, int]]:
-    """id -> the (8, 8) source digit and id -> its label, replaying prepare.py's split and id draw."""
-    from task_runtime.datasets import stratified_split
-    from task_runtime.digits import digit_pixels
-
-    images, labels = digit_pixels()
-    rng = np.random.default_rng(prep.SEED)
-    stratified_split(labels, prep.FRACTIONS, rng, names=("pool", "val", "test"), shuffle=False)
-    ids = rng.permutation(len(labels)).tolist()
-    return dict(zip(ids, images.reshape(-1, 8, 8))), dict(zip(ids, labels.tolist()))
 
 
 def recentre(x: np.ndarray) -> np.ndarray:
@@ -71,38 +60,55 @@ def recentre(x: np.ndarray) -> np.ndarray:
 def main() -> int:
     from sklearn.svm import SVC
 
+    from task_runtime.datasets import stratified_split
+    from task_runtime.digits import PIXEL_MAX, digit_pixels
+
     task = prepared("semi_supervised")
     prep = prepare_module(task)
-    sources, truth = source_digits(task, prep)
-    labeled = pd.read_csv(task.public_dir / "train_labeled.csv")
-    assert all(truth[i] == y for i, y in zip(labeled["id"], labeled["label"])), "the id replay disagrees"
-    pool = pd.concat([labeled.drop(columns="label"), pd.read_csv(task.public_dir / "train_unlabeled.csv")])
-    x = pool[prep.PIXELS].to_numpy(np.float64) / 16.0
-    y = pool["id"].map(truth).to_numpy()
-    rng = np.random.default_rng(AUGMENT_SEED)
-    redrawn = np.stack([prep.distort(sources[i], rng).ravel() for _ in range(AUGMENT) for i in pool["id"]]) / 16.0
-    x_aug, y_aug = np.concatenate([x, redrawn]), np.concatenate([y, np.tile(y, AUGMENT)])
-    inputs = {"val": pd.read_csv(task.public_dir / "val_inputs.csv"),
-              "test": pd.read_csv(task.test_inputs_dir / "test_inputs.csv")}
-    print(f"semi_supervised: {len(y)} labeled pool images (agents see 10 of these labels), "
-          f"{len(redrawn)} generator redraws", flush=True)
+    images, labels = digit_pixels()
+    # replay prepare.py: the split, the id draw, and every image's draw (written pixels, digit layer)
+    rng = np.random.default_rng(prep.SEED)
+    stratified_split(labels, prep.FRACTIONS, rng, names=("pool", "val", "test"), shuffle=False)
+    ids = rng.permutation(len(labels))
+    pixels, layers, _ = prep.render(images, np.random.default_rng(prep.RENDER_SEED))
+    row_of = {int(i): r for r, i in enumerate(ids)}
 
-    candidates = {f"RBF SVM C={c:g}, pixels as given": (SVC(C=c), x, y, False) for c in (1.0, 10.0, 100.0)}
-    candidates["RBF SVM C=10, re-centred"] = (SVC(C=10.0), recentre(x), y, True)
-    candidates[f"RBF SVM C=10, pool + {AUGMENT} generator redraws each"] = (SVC(C=10.0), x_aug, y_aug, False)
-    candidates[f"RBF SVM C=10, pool + {AUGMENT} generator redraws each, re-centred"] = (
-        SVC(C=10.0), recentre(x_aug), y_aug, True)
+    labeled = pd.read_csv(task.public_dir / "train_labeled.csv")
+    pool_ids = np.concatenate([labeled["id"], pd.read_csv(task.public_dir / "train_unlabeled.csv")["id"]])
+    pool = np.array([row_of[int(i)] for i in pool_ids])
+    written = pd.concat([labeled.drop(columns="label"), pd.read_csv(task.public_dir / "train_unlabeled.csv")])
+    assert (written[prep.PIXELS].to_numpy() == pixels[pool]).all(), "the replay disagrees with the written pixels"
+    assert (labels[[row_of[int(i)] for i in labeled["id"]]] == labeled["label"].to_numpy()).all()
+    y = labels[pool]
+    redrawn_pixels, redrawn_layers, _ = prep.render(np.tile(images[pool], (AUGMENT, 1)),
+                                                    np.random.default_rng(AUGMENT_SEED))
+    y_aug = np.tile(y, AUGMENT + 1)
+    inputs = {phase: pd.read_csv(path)["id"].to_numpy() for phase, path in
+              (("val", task.public_dir / "val_inputs.csv"), ("test", task.test_inputs_dir / "test_inputs.csv"))}
+    print(f"semi_supervised: {len(y)} labeled pool images (agents see 10 of these labels), "
+          f"{len(redrawn_pixels)} generator redraws", flush=True)
+
+    observed = pixels / PIXEL_MAX
+    source = images / PIXEL_MAX
+    candidates = {  # name: (x to fit, y to fit, features of the rows given)
+        "RBF SVM C=10, pixels as given": (observed[pool], y, lambda rows: observed[rows]),
+        f"RBF SVM C=10, pixels as given, pool + {AUGMENT} generator redraws each": (
+            np.concatenate([observed[pool], redrawn_pixels / PIXEL_MAX]), y_aug, lambda rows: observed[rows]),
+        f"RBF SVM C=10, digit layers (clutter and photometry undone), re-centred, pool + {AUGMENT} redraws each": (
+            recentre(np.concatenate([layers[pool], redrawn_layers])), y_aug, lambda rows: recentre(layers[rows])),
+        "RBF SVM C=10, source digits (every nuisance undone)": (source[pool], y, lambda rows: source[rows]),
+    }
     picker = BestOnVal(task)
-    for name, (model, x_fit, y_fit, centred) in candidates.items():
+    for name, (x_fit, y_fit, features) in candidates.items():
+        model = SVC(C=10.0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model.fit(x_fit, y_fit)
         scores = {}
-        for phase, frame in inputs.items():
-            x_in = frame[prep.PIXELS].to_numpy(np.float64) / 16.0
-            pred = model.predict(recentre(x_in) if centred else x_in).astype(np.int64)
-            scores[phase] = evaluate(task, phase, lambda out, ids=frame["id"], p=pred: pd.DataFrame(
-                {"id": ids, "label": p}).to_csv(out / "predictions.csv", index=False))
+        for phase, phase_ids in inputs.items():
+            pred = model.predict(features(np.array([row_of[int(i)] for i in phase_ids]))).astype(np.int64)
+            scores[phase] = evaluate(task, phase, lambda out, i=phase_ids, p=pred: pd.DataFrame(
+                {"id": i, "label": p}).to_csv(out / "predictions.csv", index=False))
         picker.add(name, scores)
     picker.conclude()
     return 0

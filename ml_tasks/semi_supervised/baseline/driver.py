@@ -31,7 +31,7 @@ from task_runtime.rowwise import predict_per_row
 
 HERE = Path(__file__).resolve().parent
 N_CLASSES = 10
-PIXELS = [f"p{i}" for i in range(100)]  # a 10x10 image, row by row
+PIXELS = [f"p{i}" for i in range(144)]  # a 12x12 image, row by row
 
 
 def run(args: DriverArgs) -> None:

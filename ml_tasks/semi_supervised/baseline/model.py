@@ -17,7 +17,7 @@ from sklearn.semi_supervised import SelfTrainingClassifier
 
 
 def fit(x_labeled: np.ndarray, y_labeled: np.ndarray, x_unlabeled: np.ndarray, params: dict, device: str):
-    """x_*: (n, 100) float32 pixels in [0, 1] (10x10 images, row by row); y_labeled: (n,) labels 0..9.
+    """x_*: (n, 144) float32 pixels in [0, 1] (12x12 images, row by row); y_labeled: (n,) labels 0..9.
     Returns a fitted model."""
     method = params["method"]
     base = LogisticRegression(C=float(params["C"]), max_iter=2000)
