@@ -3,10 +3,11 @@
     python benchmarks/oracle_fairness.py [--draws 11 12 13 14 15 16]
 
 Since version 4.0.0 the labels are drawn from a known model (ml_tasks/fairness/prepare.py:
-y ~ Bernoulli(p(x, a)); since 5.0.0 p is a hidden random mix of term kinds that the description does not
-document), so the best rule for the metric is known: rank each group by its true probability p and give positives to the top k0 of group 0 and
-the top k1 of group 1, (k0, k1) maximizing the expected score under p (expected accuracy minus the
-evaluator's charge for the parity gap past its tolerance; the reference's `decide`). No rule that
+y ~ Bernoulli(p(x, a)); since 5.0.0 p is a hidden random mix of term kinds that the description does
+not document), so the best rule for the metric is known: rank each group by its true probability p and
+give positives to the top k0 of group 0 and the top k1 of group 1, (k0, k1) maximizing the expected
+score under p (expected accuracy minus the evaluator's charge for the parity gap past its tolerance; the
+reference's `decide`). No rule that
 sees only the covariates has a higher expected score on a batch. It is scored here through the task's
 own evaluator on the drawn val and test labels, as every submission is (the realised score, not the
 expectation, is what the scale compares against; the expectation is printed alongside). Also printed,
@@ -57,7 +58,8 @@ def tuned_lightgbm(x: pd.DataFrame, y: np.ndarray, inputs: pd.DataFrame) -> np.n
                                   subsample_freq=1, colsample_bytree=0.8, verbose=-1, n_jobs=1, random_state=0)
 
     def loss(leaves: int, rounds: int) -> float:
-        p = np.clip(cross_val_predict(model(leaves, rounds), x, y, cv=5, method="predict_proba")[:, 1], 1e-9, 1 - 1e-9)
+        p = cross_val_predict(model(leaves, rounds), x, y, cv=5, method="predict_proba")[:, 1]
+        p = np.clip(p, 1e-9, 1 - 1e-9)
         return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
 
     leaves, rounds = min(((lv, r) for lv in (4, 8, 16) for r in (100, 300, 800)), key=lambda c: loss(*c))
@@ -78,7 +80,8 @@ def design_check(task, gen, ref, entropies: list[int]) -> None:
         def score(pred: np.ndarray) -> float:
             return scorer.score(pd.DataFrame({"pred": pred, "y": y[test], "a": a[test]}))["accuracy_at_parity"]
 
-        majority, oracle = score(np.zeros(len(test), dtype=int)), score(ref.decide(frame["p"].to_numpy()[test], a[test]))
+        majority = score(np.zeros(len(test), dtype=int))
+        oracle = score(ref.decide(frame["p"].to_numpy()[test], a[test]))
         refit = LogisticRegression(C=10.0, max_iter=5000).fit(basis[train], y[train])
         refitted = score(ref.decide(refit.predict_proba(basis[test])[:, 1], a[test]))
         boosted = score(ref.decide(tuned_lightgbm(frame.loc[train, features], y[train], frame.loc[test, features]),
