@@ -57,7 +57,7 @@ def test_the_parity_charge_is_the_same_smooth_rule_on_val_and_test(prepared, tmp
     y, a = labels["y"].to_numpy(), labels["a"].to_numpy()
     n0, n1 = int((a == 0).sum()), int((a == 1).sum())
     tolerance = 1 / (2 * n0) + 1 / (2 * n1)  # the largest gap equal quotas can leave: rounding to whole people
-    assert (n0, n1) == {"val": (774, 500), "test": (774, 499)}[phase] and round(tolerance, 4) == 0.0016
+    assert (n0, n1) == {"val": (774, 499), "test": (774, 499)}[phase] and round(tolerance, 4) == 0.0016
     assert "0.0016" in (task_dir(TASK) / "description.md").read_text()
 
     def scored(pred: np.ndarray) -> dict[str, float]:
@@ -106,16 +106,17 @@ def test_label_blind_predictors_cannot_beat_the_floor(prepared, tmp_path, kind):
 
 @pytest.mark.parametrize("phase", ["val", pytest.param("test", marks=pytest.mark.slow)])
 def test_trivial_overlays_score_as_documented(prepared, phase):
-    """Run for real: the majority-label overlay scores the floor on val; the fairness-unaware model pays for its
-    parity gap (about 0.25) and lands well below the floor (tests/test_tasks.py checks both stay at or below it)."""
+    """Run for real: the majority-label overlay scores the floor (up to the phases' base rates); the fairness-unaware model is more accurate
+    than the majority label but pays for its parity gap (0.04-0.07: 0.12-0.19 of accuracy) and lands well below
+    the floor (tests/test_tasks.py checks both stay at or below it)."""
     spec = prepared.spec
     assert spec.checks.trivial == ("checks/constant", "checks/unaware")
     unaware = overlay_run(TASK, "checks/unaware", phase).outcome
     assert unaware.ok and unaware.primary < spec.metric.floor - 0.05, (unaware.bug_reason, unaware.primary)
     assert unaware.metrics["parity_penalty"] > 0.1 and unaware.metrics["accuracy"] > spec.metric.floor
-    if phase == "val":
-        constant = overlay_run(TASK, "checks/constant", phase).outcome
-        assert constant.primary == pytest.approx(spec.metric.floor, rel=1e-9)
+    constant = overlay_run(TASK, "checks/constant", phase).outcome
+    # the floor is the majority label's score on the phase where it is higher (5.0.0: test), so neither beats it
+    assert constant.primary <= spec.metric.floor and constant.primary == pytest.approx(spec.metric.floor, abs=2e-3)
 
 
 @pytest.mark.parametrize("content, reason", [
@@ -144,5 +145,6 @@ def test_val_phase_cannot_reach_the_labels(prepared, tmp_path):
                      names=["val_labels.csv", "test_labels.csv", "test_inputs.csv"])
     model = probe + "\nimport numpy as np\ndef fit_predict(train, inputs, params):\n    return np.zeros(len(inputs))\n"
     run = run_sandboxed(prepared, {"model.py": model}, "val", tmp_path)
-    assert run.outcome.primary == pytest.approx(prepared.spec.metric.floor), run.outcome.bug_reason
+    # the all-zero decisions: the majority label's val score, within 2e-3 of the floor (test's, the higher)
+    assert run.outcome.primary == pytest.approx(prepared.spec.metric.floor, abs=2e-3), run.outcome.bug_reason
     assert_search_found_nothing(run)

@@ -1,4 +1,7 @@
-"""Trivial predictor for `setup.py --check`: a fairness-unaware logistic regression (pays for its parity gap: ~0.53-0.60)."""
+"""Trivial predictor for `setup.py --check`: a fairness-unaware logistic regression.
+
+It pays for its parity gap: val 0.58, test 0.50 on 5.0.0, below the floor.
+"""
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
