@@ -61,7 +61,8 @@ def conclude(task, name: str, val: dict[str, float], test: dict[str, float]) -> 
 
 
 class BestOnVal:
-    """Reports every candidate's val and test scores and keeps the one best on val: the oracle's pick."""
+    """Reports every candidate's val and test scores and keeps the one best on val (in the metric's direction):
+    the oracle's pick."""
 
     def __init__(self, task) -> None:
         self.task = task
@@ -71,7 +72,8 @@ class BestOnVal:
     def add(self, name: str, scores: dict[str, dict[str, float]], shown: str | None = None) -> None:
         """`scores`: {"val": metrics, "test": metrics}; `shown` replaces `name` on the report line."""
         report(self.task, shown or name, scores["val"], scores["test"])
-        if self.best is None or scores["val"][self.metric] > self.best[1]["val"][self.metric]:
+        better = self.task.spec.metric.better
+        if self.best is None or better(scores["val"][self.metric], self.best[1]["val"][self.metric]):
             self.best = (name, scores)
 
     def conclude(self) -> None:

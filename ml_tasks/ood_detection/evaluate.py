@@ -14,10 +14,10 @@ Metrics:
                  at or below it, i.e. accepted as in-distribution. An OOD image tied with the
                  threshold counts as accepted, so a constant score gives 1.0 and random scores about
                  0.95.
-  auroc          mean of auroc_near and auroc_far (OOD as the positive class; ties count half, so a
+  auroc          mean of auroc_novel and auroc_altered (OOD as the positive class; ties count half, so a
                  constant score has AUROC 0.5)
-  auroc_near     in-distribution digits vs unseen digit classes
-  auroc_far      in-distribution digits vs natural-image patches
+  auroc_novel    in-distribution glyphs vs glyphs of unseen classes
+  auroc_altered  in-distribution glyphs vs structurally altered glyphs of the training classes
   auroc_all      in-distribution vs all OOD images
 Reading, id matching and the command line come from the harness's `task_runtime` package.
 """
@@ -34,7 +34,7 @@ from task_runtime import InvalidPredictions, evaluator_main, integer_column, mat
 
 LABEL_FILES = {"val": "val.csv", "test": "test.csv"}
 SCORES_FILE = "scores.csv"
-MAX_BYTES = 4 * 1024**2  # ~20 KB expected
+MAX_BYTES = 4 * 1024**2  # ~30 KB expected
 TPR = 0.95  # share of in-distribution images the threshold keeps
 
 
@@ -67,9 +67,9 @@ def score(merged: pd.DataFrame) -> dict[str, float]:
 
     kind, value = merged["kind"].to_numpy(), merged["score"].to_numpy()
     metrics = {}
-    for name, mask in (("near", kind != "far"), ("far", kind != "near"), ("all", np.ones(len(kind), bool))):
+    for name, mask in (("novel", kind != "altered"), ("altered", kind != "novel"), ("all", np.ones(len(kind), bool))):
         metrics[f"auroc_{name}"] = float(roc_auc_score(kind[mask] != "id", value[mask]))
-    metrics["auroc"] = (metrics["auroc_near"] + metrics["auroc_far"]) / 2
+    metrics["auroc"] = (metrics["auroc_novel"] + metrics["auroc_altered"]) / 2
     metrics["fpr_at_95_tpr"] = fpr_at_95_tpr(kind != "id", value)
     return metrics
 

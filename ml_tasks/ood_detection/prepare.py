@@ -1,122 +1,275 @@
-"""Write the ood_detection task's data: digits 0-4 in distribution, unseen digits and natural-image
-patches out of distribution, with different OOD sources for validation and the hidden test, every image to
-score seen through a noisy, misaligned scanner.
+"""Write the ood_detection task's data: 8x8 glyphs of five classes drawn by the task's own stroke renderer in
+distribution; glyphs of unseen classes and structurally altered glyphs of the five classes out of distribution,
+in hidden proportions that differ between validation and the hidden test.
 
 Run by `benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/ood_detection>
 
-Everything comes from data sklearn ships offline (`load_digits`, `load_sample_images`) and fixed
-seeds, so two runs write the same bytes. Pixels are integers 0..16 (the digits' scale). Layout:
+Everything comes from fixed seeds and numpy, so two runs write the same bytes. Layout:
 
-    public/train.csv              id, p0..p63, label    in-distribution training images (digits 0-4), clean
-    public/val_inputs.csv         id, p0..p63           validation images, ID and OOD shuffled together
-    test_inputs/test_inputs.csv   id, p0..p63           hidden test images, same format
-    labels/val.csv, labels/test.csv   id, ood (0/1), kind (id | near | far)   evaluator only
+    public/train.csv              id, p0..p63, label    in-distribution training glyphs (classes 0-4)
+    public/val_inputs.csv         id, p0..p63           validation glyphs, ID and OOD shuffled together
+    test_inputs/test_inputs.csv   id, p0..p63           hidden test glyphs, same format
+    labels/val.csv, labels/test.csv   id, ood (0/1), kind (id | novel | altered)   evaluator only
 
-Sources of each evaluation set (disjoint images; ids are a seeded relabelling):
-    val:  ID = held-out digits 0-4; near-OOD = digits 5, 9; far-OOD = 8x8 patches of china.jpg
-    test: ID = other held-out digits 0-4; near-OOD = digits 7, 8; far-OOD = 8x8 patches of flower.jpg
-Each far-OOD patch carries the pixel values of a random digit image (any class), rearranged in the
-patch's own brightness order, so pixel statistics alone cannot tell it from a digit.
-Every validation and test image, in-distribution or not, then passes through the same scanner:
-shifted by up to one pixel in each direction (`shifted`: uniform over the 9 offsets, blank pixels
-shifted in; a patch is shifted before it gets its digit values), plus Gaussian noise of sd SCAN_NOISE
-pixel levels, rounded and clipped to 0..16 (`noisy`). The training images
-are not scanned: the nuisance is a covariate shift that changes no image's class, so a detector must
-flag unseen content, not the scanner (full-spectrum OOD detection, Yang et al. 2022).
+The generator (agents are told the kinds of OOD and nuisance, never this form or its parameters):
+
+- Strokes: the 20 segments between neighbouring points of a 3x3 lattice (`ANCHORS`, horizontal,
+  vertical and diagonal neighbours). A glyph is a set of segments.
+- The world (the hidden per-draw structure, `draw_world`): each of the five classes has CORE segments
+  (a connected set) that every glyph of the class draws, and OPTIONAL segments next to them, each drawn
+  with its own probability (uniform on OPTIONAL_P, drawn once); validation and test each get N_NOVEL
+  classes of their own, drawn from the same prior; every two classes' cores differ in MIN_APART segments.
+- Out of distribution (`ood_sets`), four mechanisms: `novel` (a glyph of a novel class), and three
+  alterations of a training class's glyph: `swap` (a core segment replaced by a neighbouring segment the
+  class never draws), `drop` (a core segment left out), `add` (a neighbouring segment the class never
+  draws added); an alteration that any training class could draw is excluded. Each phase mixes the four
+  in its own proportions (Dirichlet(MIX_CONCENTRATION), drawn once per phase). The labels say only
+  `novel` or `altered`.
+- Rendering (`render`, `POSES`): every glyph, in distribution or not, is drawn in one of 150 poses, all
+  equally likely (the lattice rotated about the centre by one of ANGLES, offset by -1..1 pixels in steps
+  of 1/2 on each axis, one of two stroke widths); a pixel is the brightest stroke's Gaussian profile at
+  its distance from the segment, times the glyph's brightness (uniform on BRIGHTNESS). Then independent
+  Gaussian pixel noise of sd NOISE levels (the digits' 0..16 scale), kept to 2 decimals and not clipped.
+
+Because every choice is finite, the probability of an image under the in-distribution generator and under
+each phase's OOD mixture is an exact finite sum over segment sets and poses, with the brightness integrated in
+closed form (`mean_bank`, `log_likelihood`): the likelihood ratio is the
+Bayes-optimal detector at every threshold, and benchmarks/oracle_ood_detection.py measures it.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from task_runtime.datasets import prepare_main, stratified_split, write_tables
-from task_runtime.digits import PIXELS, digit_pixels
+from task_runtime.datasets import prepare_main, write_tables
+from task_runtime.digits import PIXELS
 
-SEED = 20261125  # fixed: changing it changes the task (bump the version)
-ID_CLASSES = (0, 1, 2, 3, 4)
-NEAR_OOD = {"val": (5, 9), "test": (7, 8)}
-FAR_OOD_IMAGE = {"val": 0, "test": 1}  # index into load_sample_images(): china.jpg, flower.jpg
-ID_FRACTIONS = (0.6, 0.2, 0.2)  # train / val / test of the in-distribution digits, per class
-SCAN_SHIFT = 1  # largest shift of a scanned image, pixels, each direction
-SCAN_NOISE = 4.0  # sd of the scanner's Gaussian pixel noise, in pixel levels (0..16)
+SEED = 20261127  # fixed: changing it changes the task (bump the version)
+SIZE = 8
+ANCHORS = 1.25 + 2.25 * np.arange(3)  # lattice coordinates, pixels (pixel centres are 0..7)
+LATTICE = [(i, j) for i in range(3) for j in range(3)]
+SEGMENTS = [(a, b) for a, b in itertools.combinations(range(9), 2)
+            if max(abs(LATTICE[a][0] - LATTICE[b][0]), abs(LATTICE[a][1] - LATTICE[b][1])) == 1]
+N_CLASSES = 5
+N_NOVEL = 2  # novel classes per evaluation phase
+CORE, OPTIONAL = 5, 3  # segments per class
+OPTIONAL_P = (0.2, 0.7)  # each optional segment's own probability of being drawn, uniform in this range
+MIN_APART = 4  # any two classes' core sets differ in at least this many segments
+OFFSETS = (-1.0, -0.5, 0.0, 0.5, 1.0)  # pixels, each axis
+ANGLES = (-0.2, 0.0, 0.2)  # rotation about the image centre, radians
+WIDTHS = (0.45, 0.7)  # sd of a stroke's Gaussian profile, pixels
+POSES = [(dy, dx, a, w) for dy in OFFSETS for dx in OFFSETS for a in ANGLES for w in WIDTHS]
+BRIGHTNESS = (8.0, 16.0)  # a glyph's peak level, uniform in this range
+NOISE = 2.0  # sd of the pixel noise, levels
+MECHANISMS = ("novel", "swap", "drop", "add")
+MIX_CONCENTRATION = 4.0
+N_TRAIN_PER_CLASS = 60
+N_EVAL = {"id": 500, "ood": 500}  # per evaluation phase
 
 
-def image_patches(image: np.ndarray, count: int, rng: np.random.Generator, digits: np.ndarray) -> np.ndarray:
-    """`count` random 32x32 grey crops, block-averaged to 8x8, each given the pixel values of a random
-    digit as the scanner shifts it (`shifted`).
+def neighbours(segments) -> list[int]:
+    """Segments not in `segments` that share a lattice point with one of them."""
+    points = {p for s in segments for p in SEGMENTS[s]}
+    return [t for t in range(len(SEGMENTS)) if t not in segments and points & set(SEGMENTS[t])]
 
-    The patch keeps its own spatial order (its brightest pixel gets the digit's largest value, and so on),
-    so its histogram, mean, norm and share of zero pixels are those of a real scanned digit: only shape
-    tells it apart. (Stretching the patch to 0..16 instead left it with few zero pixels, which alone
-    flagged it.) The crop is shifted too before it gets the values, so its darkest values fill a blank
-    line at the edge, as in a shifted digit. (Shifting the finished patch cost it more brightness than a
-    digit, whose edges are mostly blank; giving it an unshifted digit's values left it brighter than a
-    shifted digit: either alone flagged it.)
-    """
-    grey = image.astype(np.float64).mean(axis=2)
-    out = np.empty((count, 64), dtype=np.int64)
-    for k in range(count):
-        r = rng.integers(0, grey.shape[0] - 32)
-        c = rng.integers(0, grey.shape[1] - 32)
-        small = grey[r:r + 32, c:c + 32].reshape(8, 4, 8, 4).mean(axis=(1, 3)).ravel()
-        small = shifted(small[None, :] + 1.0, rng)[0]  # + 1: the blank line shifted in is the darkest
-        values = np.sort(shifted(digits[rng.integers(len(digits))][None, :], rng)[0])
-        out[k, np.argsort(small + 1e-9 * rng.random(64), kind="stable")] = values  # random tie-breaks
+
+def draw_class(rng: np.random.Generator) -> tuple:
+    """A class: CORE connected segments (grown from a random one), OPTIONAL neighbouring ones and each optional
+    segment's probability."""
+    core = [int(rng.integers(len(SEGMENTS)))]
+    while len(core) < CORE:
+        core.append(int(rng.choice(neighbours(core))))
+    optional = tuple(sorted(int(o) for o in rng.choice(neighbours(core), size=OPTIONAL, replace=False)))
+    probs = tuple(float(p) for p in np.round(rng.uniform(*OPTIONAL_P, size=OPTIONAL), 3))
+    return frozenset(core), optional, probs
+
+
+def draw_world(rng: np.random.Generator) -> tuple[list, dict[str, list]]:
+    """The five training classes and each evaluation phase's novel classes, all MIN_APART from each other."""
+    drawn: list = []
+    while len(drawn) < N_CLASSES + 2 * N_NOVEL:
+        candidate = draw_class(rng)
+        if all(len(candidate[0] ^ other[0]) >= MIN_APART for other in drawn):
+            drawn.append(candidate)
+    return drawn[:N_CLASSES], {"val": drawn[N_CLASSES:N_CLASSES + N_NOVEL], "test": drawn[N_CLASSES + N_NOVEL:]}
+
+
+def variants(cls) -> list[tuple[frozenset, float]]:
+    """Every glyph a class draws (its core plus a subset of its optional segments) and its probability."""
+    core, optional, probs = cls
+    out = []
+    for present in itertools.product((False, True), repeat=len(optional)):
+        p = float(np.prod([q if on else 1.0 - q for q, on in zip(probs, present)]))
+        out.append((core | frozenset(o for o, on in zip(optional, present) if on), p))
     return out
 
 
-def shifted(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Each (n, 64) image shifted by a random offset in -SCAN_SHIFT..SCAN_SHIFT per axis (uniform over the
-    offsets): pixels shifted out are lost, blank (0) ones shifted in."""
-    padded = np.pad(x.reshape(-1, 8, 8).astype(np.float64), ((0, 0), (SCAN_SHIFT, SCAN_SHIFT), (SCAN_SHIFT, SCAN_SHIFT)))
-    offsets = rng.integers(0, 2 * SCAN_SHIFT + 1, size=(len(x), 2))
-    return np.stack([padded[i, dy:dy + 8, dx:dx + 8] for i, (dy, dx) in enumerate(offsets)]).reshape(len(x), 64)
+def class_sets(classes) -> dict[frozenset, float]:
+    """Segment set -> probability when a class is drawn uniformly from `classes` and then one of its glyphs."""
+    out: dict[frozenset, float] = {}
+    for cls in classes:
+        for v, p in variants(cls):
+            out[v] = out.get(v, 0.0) + p / len(classes)
+    return out
 
 
-def noisy(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Each pixel plus N(0, SCAN_NOISE^2), rounded and clipped to 0..16 (integers)."""
-    return np.clip(np.rint(x + rng.normal(0.0, SCAN_NOISE, size=x.shape)), 0, 16).astype(np.int64)
+def altered(classes, mechanism: str) -> dict[frozenset, float]:
+    """Segment set -> probability of an altered glyph: a training class uniformly, one of its glyphs, then one
+    alteration uniformly among the allowed ones (none that any training class draws)."""
+    allowed = set(class_sets(classes))
+    out: dict[frozenset, float] = {}
+    for cls in classes:
+        core, optional, _ = cls
+        full = core | frozenset(optional)
+        for v, p in variants(cls):
+            if mechanism == "drop":
+                mods = [v - {s} for s in sorted(core)]
+            elif mechanism == "add":
+                mods = [v | {t} for t in neighbours(v) if t not in full]
+            else:  # swap
+                mods = [(v - {s}) | {t} for s in sorted(core) for t in neighbours(v - {s}) if t not in full]
+            mods = [m for m in mods if m not in allowed]
+            for m in mods:
+                out[m] = out.get(m, 0.0) + p / len(classes) / len(mods)
+    return out
+
+
+def ood_sets(classes, novel) -> dict[str, dict[frozenset, float]]:
+    """Each OOD mechanism's distribution over segment sets."""
+    return {"novel": class_sets(novel), **{m: altered(classes, m) for m in MECHANISMS[1:]}}
+
+
+_STROKES: dict = {}
+
+
+def strokes(pose) -> np.ndarray:
+    """(20, 64): each segment's Gaussian profile at every pixel, peak 1, in one pose (dy, dx, angle, width):
+    the lattice rotated about the image centre, then offset."""
+    if pose not in _STROKES:
+        dy, dx, angle, width = pose
+        rows, cols = np.mgrid[0:SIZE, 0:SIZE].astype(np.float64)
+        centre = (SIZE - 1) / 2.0
+        cos, sin = np.cos(angle), np.sin(angle)
+
+        def point(k: int) -> np.ndarray:
+            r, c = ANCHORS[LATTICE[k][0]] - centre, ANCHORS[LATTICE[k][1]] - centre
+            return np.array([centre + cos * r - sin * c + dy, centre + sin * r + cos * c + dx])
+
+        maps = []
+        for a, b in SEGMENTS:
+            p = point(a)
+            v = point(b) - p
+            t = np.clip(((rows - p[0]) * v[0] + (cols - p[1]) * v[1]) / (v @ v), 0.0, 1.0)
+            dist2 = (rows - p[0] - t * v[0]) ** 2 + (cols - p[1] - t * v[1]) ** 2
+            maps.append(np.exp(-dist2 / (2.0 * width * width)).ravel())
+        _STROKES[pose] = np.stack(maps)
+    return _STROKES[pose]
+
+
+def render(segments, pose) -> np.ndarray:
+    """The noiseless image (64,) of a segment set in one pose at brightness 1: the brightest stroke per pixel."""
+    return strokes(pose)[sorted(segments)].max(axis=0)
+
+
+def sample(sets: dict[frozenset, float], n: int, rng: np.random.Generator) -> np.ndarray:
+    """n noisy images from a distribution over segment sets; pose and brightness uniform."""
+    keys = list(sets)
+    p = np.array([sets[k] for k in keys])
+    picks = rng.choice(len(keys), size=n, p=p / p.sum())
+    poses = rng.integers(len(POSES), size=n)
+    brightness = rng.uniform(*BRIGHTNESS, size=n)
+    clean = np.stack([b * render(keys[i], POSES[j]) for i, j, b in zip(picks, poses, brightness)]) if n \
+        else np.empty((0, SIZE * SIZE))
+    return np.round(clean + rng.normal(0.0, NOISE, size=clean.shape), 2)
+
+
+def mean_bank(sets: dict[frozenset, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Every noiseless image at brightness 1 the distribution draws, (k, 64), and its log-probability (k,)."""
+    means = np.stack([render(s, pose) for s in sets for pose in POSES])
+    logp = np.repeat(np.log(np.array(list(sets.values()))) - np.log(len(POSES)), len(POSES))
+    return means, logp
+
+
+def _log_interval(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """log(Phi(hi) - Phi(lo)) for lo < hi, accurate in both tails."""
+    from scipy.special import log_ndtr
+
+    upper = lo > 0  # both in the upper tail: use the mirrored interval
+    a, b = np.where(upper, -hi, lo), np.where(upper, -lo, hi)
+    la, lb = log_ndtr(a), log_ndtr(b)
+    return lb + np.log1p(-np.exp(np.minimum(la - lb, 0.0)) + 1e-300)
+
+
+def log_components(x: np.ndarray, means: np.ndarray) -> np.ndarray:
+    """(n, k): log p(x_i | bank row j) when x = b m_j + N(0, NOISE^2 I) with the brightness b uniform on
+    BRIGHTNESS. The integral over b is closed-form (a Gaussian in b cut to the interval); the 2-decimal
+    rounding is ignored."""
+    var = NOISE ** 2
+    b0, b1 = BRIGHTNESS
+    norm2 = (means ** 2).sum(axis=1)[None, :]
+    dot = x @ means.T
+    mu, tau = dot / norm2, np.sqrt(var / norm2)
+    return (0.5 * np.log(2.0 * np.pi * var / norm2) + _log_interval((b0 - mu) / tau, (b1 - mu) / tau)
+            - ((x ** 2).sum(axis=1)[:, None] - dot ** 2 / norm2) / (2.0 * var)
+            - 0.5 * x.shape[1] * np.log(2.0 * np.pi * var) - np.log(b1 - b0))
+
+
+def log_likelihood(x: np.ndarray, means: np.ndarray, logp: np.ndarray, chunk: int = 2048) -> np.ndarray:
+    """log p(x) of each row under the generator: bank row j drawn with probability exp(logp[j]), then
+    `log_components`' brightness and noise."""
+    out = np.full(len(x), -np.inf)
+    for start in range(0, len(means), chunk):
+        part = logp[start:start + chunk][None, :] + log_components(x, means[start:start + chunk])
+        out = np.logaddexp(out, np.logaddexp.reduce(part, axis=1))
+    return out
+
+
+def generate() -> dict:
+    """Every draw, in a fixed order: the world, the training glyphs, each phase's mixture and glyphs."""
+    rng = np.random.default_rng(SEED)
+    classes, novel = draw_world(rng)
+    x_train = np.concatenate([sample(class_sets([c]), N_TRAIN_PER_CLASS, rng) for c in classes])
+    y_train = np.repeat(np.arange(N_CLASSES), N_TRAIN_PER_CLASS)
+    phases = {}
+    for phase in ("val", "test"):
+        mechanisms = ood_sets(classes, novel[phase])
+        mix = rng.dirichlet(np.full(len(MECHANISMS), MIX_CONCENTRATION))
+        counts = rng.multinomial(N_EVAL["ood"], mix)
+        xs = [sample(class_sets(classes), N_EVAL["id"], rng)] + [sample(mechanisms[m], c, rng)
+                                                                  for m, c in zip(MECHANISMS, counts)]
+        kind = np.repeat(["id"] + ["novel" if m == "novel" else "altered" for m in MECHANISMS],
+                         [N_EVAL["id"], *counts])
+        mechanism = np.repeat(["id", *MECHANISMS], [N_EVAL["id"], *counts])
+        phases[phase] = {"x": np.concatenate(xs), "kind": kind, "mechanism": mechanism, "mix": mix,
+                         "mechanisms": mechanisms}
+    total = len(x_train) + sum(len(p["x"]) for p in phases.values())
+    ids = rng.permutation(total)
+    return {"classes": classes, "novel": novel, "train": {"x": x_train, "y": y_train, "id": ids[:len(x_train)]},
+            **{phase: {**p, "id": ids[len(x_train) + i * len(p["x"]):len(x_train) + (i + 1) * len(p["x"])]}
+               for i, (phase, p) in enumerate(phases.items())}}
 
 
 def build(out: Path) -> None:
-    from sklearn.datasets import load_sample_images
-
-    images, labels = digit_pixels()
-    rng = np.random.default_rng(SEED)
-    split = stratified_split(labels, ID_FRACTIONS, rng, classes=ID_CLASSES, shuffle=False)
-    parts = {name: [(images[idx], labels[idx], "id")] for name, idx in split.items()}
-    samples = load_sample_images().images
-    for phase in ("val", "test"):
-        n_id = sum(len(x) for x, _, _ in parts[phase])
-        near = np.concatenate([rng.permutation(np.flatnonzero(labels == c)) for c in NEAR_OOD[phase]])
-        near = rng.permutation(near)[:n_id]
-        parts[phase].append((images[near], np.full(len(near), -1), "near"))
-        far = image_patches(samples[FAR_OOD_IMAGE[phase]], n_id, rng, images)
-        parts[phase].append((far, np.full(n_id, -1), "far"))
-        # the scanner: digits are shifted here, patches were shifted inside image_patches; all get noise
-        parts[phase] = [(noisy(x if kind == "far" else shifted(x, rng), rng), y, kind) for x, y, kind in parts[phase]]
-
-    total = sum(len(x) for chunks in parts.values() for x, _, _ in chunks)
-    ids = iter(rng.permutation(total))
-    for phase, chunks in parts.items():
-        x = np.concatenate([c[0] for c in chunks])
-        frame = pd.DataFrame(x, columns=PIXELS)
-        frame.insert(0, "id", [next(ids) for _ in range(len(frame))])
-        kinds = np.concatenate([np.full(len(c[0]), c[2]) for c in chunks])
-        if phase == "train":
-            frame["label"] = np.concatenate([c[1] for c in chunks])
-            frames = {"public/train.csv": frame}
-        else:
-            key = pd.DataFrame({"id": frame["id"], "ood": (kinds != "id").astype(int), "kind": kinds})
-            inputs = "public/val_inputs.csv" if phase == "val" else "test_inputs/test_inputs.csv"
-            frames = {inputs: frame, f"labels/{phase}.csv": key}
-        write_tables(out, frames)
+    draws = generate()
+    train = pd.DataFrame(draws["train"]["x"], columns=PIXELS)
+    train.insert(0, "id", draws["train"]["id"])
+    train["label"] = draws["train"]["y"]
+    tables = {"public/train.csv": train}
+    for phase, inputs in (("val", "public/val_inputs.csv"), ("test", "test_inputs/test_inputs.csv")):
+        part = draws[phase]
+        frame = pd.DataFrame(part["x"], columns=PIXELS)
+        frame.insert(0, "id", part["id"])
+        tables[inputs] = frame
+        tables[f"labels/{phase}.csv"] = pd.DataFrame({"id": part["id"], "ood": (part["kind"] != "id").astype(int),
+                                                      "kind": part["kind"]})
+    write_tables(out, tables)
 
 
 def main(argv: list[str] | None = None) -> int:
