@@ -432,7 +432,10 @@ def job_section(ctx: OpContext, role: str, cfg: PromptConfig, parent: Node, job:
     from benchmark.plugins.edits import format_instructions
 
     job = job or JOBS[role].format(metric=ctx.task.metric.name, reason=parent.bug_reason or "error")
-    text = f"{job}\n\n{RESPONSE}\n\n{format_instructions(cfg.edit_format)}{_token_note(ctx, role, parent)}"
+    shown = (f"\n\nWhat your run prints comes back to you cut to about {cfg.output_tail_chars} characters per stream "
+             f"(the start and the end; {cfg.attempt_tail_chars // 2} once it is an earlier attempt): print compact "
+             "diagnostics, the most important last.")
+    text = f"{job}{shown}\n\n{RESPONSE}\n\n{format_instructions(cfg.edit_format)}{_token_note(ctx, role, parent)}"
     return Section("Your job", [text], 100)
 
 

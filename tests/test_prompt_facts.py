@@ -318,3 +318,13 @@ def test_the_wall_clock_backstop_of_a_cpu_limited_step_is_stated(tmp_path) -> No
     baseline.wall_limit_s = 300.0
     setup = _section(_user(operators.build_messages(ctx, "draft", [baseline], CFG)), "Setup and limits")
     assert "60 s of CPU time" in setup and "300 s of wall-clock time" in setup
+
+
+def test_the_job_says_how_much_of_a_runs_output_comes_back(tmp_path) -> None:
+    """Issue 27's answerers: diagnostics were cut and no prompt said how much output is kept."""
+    ctx, tree = _ctx(tmp_path)
+    cfg = replace(CFG, output_tail_chars=2500, attempt_tail_chars=1000)
+    for role in ("draft", "improve", "debug"):
+        parent = tree.store.get("0000")
+        job = _section(_user(operators.build_messages(ctx, role, [parent], cfg)), "Your job")
+        assert "2500 characters per stream" in job and "500 once it is an earlier attempt" in job, role
