@@ -81,7 +81,7 @@ class BestOnVal:
 
 
 def digit_classifiers(mlp_name: str) -> dict[str, object]:
-    """The pooled-data candidates of the continual and federated oracles: the tasks' MLP, kNN, RBF SVMs."""
+    """The pooled-data candidates of the federated oracle (and of continual_learning 2.0.0's): its MLP, kNN, RBF SVMs."""
     from sklearn.neighbors import KNeighborsClassifier
     from sklearn.neural_network import MLPClassifier
     from sklearn.svm import SVC
