@@ -80,20 +80,3 @@ class BestOnVal:
         assert self.best is not None, "no candidate was added"
         name, scores = self.best
         conclude(self.task, name, scores["val"], scores["test"])
-
-
-def digit_classifiers(mlp_name: str) -> dict[str, object]:
-    """The pooled-data candidates of the continual oracle: the task's MLP, kNN, RBF SVMs."""
-    from sklearn.neighbors import KNeighborsClassifier
-    from sklearn.neural_network import MLPClassifier
-    from sklearn.svm import SVC
-
-    out: dict[str, object] = {
-        mlp_name: MLPClassifier((64,), max_iter=1000, random_state=0),
-        "1-nearest neighbour": KNeighborsClassifier(1),
-        "3-nearest neighbours": KNeighborsClassifier(3),
-    }
-    for c in (1.0, 3.0, 10.0, 30.0):
-        for gamma in ("scale", 0.02, 0.05):
-            out[f"RBF SVM C={c:g} gamma={gamma}"] = SVC(C=c, gamma=gamma)
-    return out

@@ -37,7 +37,7 @@ def test_prepare_is_deterministic_and_splits_are_class_incremental(prepared, tmp
     for k in range(5):
         with np.load(prepared.public_dir / f"train_split{k}.npz") as split:
             assert set(np.unique(split["y"])) == {2 * k, 2 * k + 1}
-            assert split["x"].shape[1] == 64 and 0 <= split["x"].min() and split["x"].max() <= 1
+            assert split["x"].shape[1] == 144 and 0 <= split["x"].min() and split["x"].max() <= 1
     with np.load(prepared.public_dir / "val_inputs.npz") as val, \
             np.load(prepared.test_inputs_dir / "test_inputs.npz") as test:
         assert set(val.files) == set(test.files) == {"id", "x"}  # no labels next to the inputs
