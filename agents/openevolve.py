@@ -272,7 +272,7 @@ def build_messages(ctx: OpContext, parent: Node, action: Action, cfg: OpenEvolve
     where = f"Island {island} of {cfg.num_islands}; the current program is {drawn.get(hints.get('mode'), 'given')}."
     shown: set[str] = {parent.id}
     sections = [prompts.task_section(ctx), prompts.setup_section(ctx),
-                prompts.harness_section(ctx, full=not prompts.harness_shown(ctx)),
+                prompts.harness_section(ctx),
                 prompts.data_section(ctx, cfg, priority=40),
                 Section(f"Previous attempts on island {island} (newest first)", ["\n".join(lines) or "(none yet)"], 70),
                 _programs_section(ctx, "Top programs", [[i, ""] for i in hints.get("top", [])], files, 65, shown),

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from agents import prompts
 from agents.prompts import PromptConfig
-from agents.text import Section, is_library_frame, assemble, diff_stats, head_lines, middle, summarize
+from agents.text import Section, assemble, diff_stats, head_lines, middle, summarize
 from agents.tree import path_to_root
 from benchmark.common.moved import deprecated_names
 from benchmark.plugins.agent_api import Action, Analysis, Analyzer, OpContext, Operator, Proposal
@@ -34,10 +34,7 @@ def build_messages(ctx: OpContext, role: str, parents: list[Node], cfg: PromptCo
     ``extra`` sections (an agent's own memory: an experiment log, an idea and its notes) go before the
     solution; ``job`` replaces the role's standard instructions."""
     parent = parents[0]
-    first_prompt = not prompts.harness_shown(ctx)
-    points_into_harness = role == "debug" and _traceback_names_harness(ctx, parent)
-    sections: list[Section] = [prompts.task_section(ctx), prompts.setup_section(ctx),
-                               prompts.harness_section(ctx, full=first_prompt or points_into_harness),
+    sections: list[Section] = [prompts.task_section(ctx), prompts.setup_section(ctx), prompts.harness_section(ctx),
                                prompts.data_section(ctx, cfg, priority=55 if role in ("draft", "debug") else 40)]
     if explored:
         sections.append(prompts.explored_section(ctx, cfg))
@@ -60,14 +57,6 @@ def build_messages(ctx: OpContext, role: str, parents: list[Node], cfg: PromptCo
 def _lineage(ctx: OpContext, node: Node) -> str:
     """How a crossover parent was reached, so the LLM sees what the two share: its first-parent chain."""
     return "lineage: " + " -> ".join(f"{n.id} ({n.operator})" for n in path_to_root(node, ctx.store))
-
-
-def _traceback_names_harness(ctx: OpContext, node: Node) -> bool:
-    """The error was raised in a harness file (its innermost own-code frame is one), so the LLM needs
-    that file in full to fix the call it makes; an error inside the agent's code does not."""
-    frames = re.findall(r'File "([^"]+)", line \d+', ctx.store.blobs.text(node.stderr))
-    own = [f for f in frames if not is_library_frame(f'File "{f}"')]
-    return bool(own) and any(own[-1].endswith("/" + rel) or own[-1] == rel for rel in prompts.harness_files(ctx))
 
 
 def edit(ctx: OpContext, parents: list[Node], action: Action, role: str, cfg: PromptConfig,
@@ -218,9 +207,9 @@ def ideate(ctx: OpContext, cfg: PromptConfig, parent: Node, count: int, reflecti
     calls: list[Any] = []
     for _ in range(count):
         messages = ideation_messages(ctx, cfg, parent, [*known, *ideas])
-        idea = None
+        idea, call = None, None
         for round_ in range(1, max(reflections, 1) + 1):
-            if round_ > 1:
+            if call is not None:  # a reflection round: the idea just proposed, then the request to revisit it
                 messages = messages + [{"role": "assistant", "content": call.response},
                                        {"role": "user", "content": prompts.REFLECT_JOB.format(round=round_, total=reflections)}]
             call = ctx.llm.complete(messages, operator="ideation")

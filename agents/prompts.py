@@ -4,7 +4,7 @@ What a strong LLM asked for, and where it lives: numbers instead of words for li
 latest attempts (and the best) with what each changed, every metric and the start and end of their
 output (`attempts`), what was already tried from the solution being edited (`solution_section`),
 tracebacks kept whole where they fit (`text.tail_lines`), a data preview (`benchmark.tasks.data_preview`),
-harness files in full once and then as an outline (`harness`), and a character budget that shrinks
+harness files in full where the prompt has room, else outlined (`harness`), and a character budget that shrinks
 the least important sections first (`text.assemble`).
 """
 
@@ -288,19 +288,11 @@ def harness_files(ctx: OpContext) -> dict[str, str]:
     return out
 
 
-# calls whose prompts never show the harness files: earlier ones do not mean the LLM has seen them
-NO_HARNESS_OPERATORS = frozenset({"analyze", "ideation", "novelty", "supervise"})
-
-
-def harness_shown(ctx: OpContext) -> bool:
-    """Whether an earlier prompt of this run showed the harness files (the baseline's review does not)."""
-    return any(call.get("operator") not in NO_HARNESS_OPERATORS for node in ctx.store for call in node.llm_calls)
-
-
-def harness_section(ctx: OpContext, full: bool) -> Section:
-    """Read-only harness files: whole the first time (or when a traceback points into one), then as
-    an outline of the contract, since every prompt repeating them was most of a prompt's growth. The
-    task runtime's names that they import follow, one line each, in both forms."""
+def harness_section(ctx: OpContext, full: bool = True) -> Section:
+    """Read-only harness files, whole in every prompt that has room for them (every call is stateless:
+    an outline after the first prompt dropped details the model needed, such as a weight layout), else
+    as an outline of the contract; `full=False` asks for the outline alone. The task runtime's names
+    that they import follow, one line each, in both forms."""
     files = harness_files(ctx)
     if not files:
         return Section("Harness files (read-only)", [""], 60)

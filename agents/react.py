@@ -218,7 +218,7 @@ def _context(ctx: OpContext, cfg: ReactConfig, older: list[dict[str, Any]], file
     lines = [f"({len(older) - len(shown)} earlier turns omitted)"] if len(older) > len(shown) else []
     lines += [f"- {t['line']}" for t in shown]
     sections = [prompts.task_section(ctx), prompts.setup_section(ctx, commands=True),
-                prompts.harness_section(ctx, full=not prompts.harness_shown(ctx)),
+                prompts.harness_section(ctx),
                 prompts.data_section(ctx, cfg, priority=40),
                 Section("Sandbox", [sandbox_note(ctx)], 98),
                 Section("Experiments so far", ["\n".join(f"- node {n.id}: {prompts.result_line(ctx, n)}; "

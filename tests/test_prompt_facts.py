@@ -139,16 +139,18 @@ def test_every_operator_states_the_val_and_test_sizes_and_the_baselines_noise(tm
     assert "1500 units" not in _user(operators.build_messages(ctx, "draft", [tree.store.get("0000")], CFG))
 
 
-def test_driver_is_shown_in_full_on_the_first_drafting_prompt_even_after_the_baseline_review(tmp_path) -> None:
+def test_the_driver_is_shown_in_full_in_every_prompt_with_room_and_outlined_only_when_short(tmp_path) -> None:
+    """Every call is stateless: later prompts that outlined the harness dropped details the model needed
+    (issue 27's answerers); an outline is what a prompt over its character budget shrinks it to."""
     ctx, tree = _ctx(tmp_path)
     driver = (ctx.task.code_dir / "driver.py").read_text().rstrip()
     tree.store.get("0000").llm_calls = [{"operator": "analyze"}]  # the baseline's review ran first
-    first = _user(operators.build_messages(ctx, "draft", [tree.store.get("0000")], CFG))
-    assert driver in first
+    assert driver in _user(operators.build_messages(ctx, "draft", [tree.store.get("0000")], CFG))
     drafted = tree.add("draft", ("0000",), 2.0)
     drafted.llm_calls = [{"operator": "draft"}, {"operator": "analyze"}]
-    later = _user(operators.build_messages(ctx, "draft", [tree.store.get("0000")], CFG))
-    assert driver not in later and "def run(" in later  # an outline from then on
+    assert driver in _user(operators.build_messages(ctx, "improve", [drafted], CFG))
+    short = _user(operators.build_messages(ctx, "improve", [drafted], replace(CFG, prompt_chars=len(driver))))
+    assert driver not in short and "def run(" in short
 
 
 def test_a_long_analysis_keeps_its_conclusion_in_storage_and_in_later_prompts(tmp_path) -> None:
@@ -247,7 +249,7 @@ def test_a_harness_outline_never_claims_an_earlier_prompt_showed_the_file(tmp_pa
     ctx, tree = _ctx(tmp_path)
     drafted = tree.add("draft", ("0000",), 2.0)
     drafted.llm_calls = [{"operator": "draft"}]
-    text = _user(operators.build_messages(ctx, "improve", [drafted], CFG))
+    text = _user(operators.build_messages(ctx, "improve", [drafted], replace(CFG, prompt_chars=2000)))
     harness = _section(text, "Harness files")
     assert "outline" in harness and "earlier prompt" not in text
 
