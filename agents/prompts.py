@@ -328,7 +328,7 @@ def attempts_section(ctx: OpContext, cfg: PromptConfig, shown: frozenset[str] = 
         head += f"; {diff}." if diff else "."
         if not detail:
             return head
-        lines = [head] + ([f"  plan: {summarize(node.plan, 1000)}"] if node.plan else [])
+        lines = [head] + ([f"  plan: {summarize(node.plan, 1600)}"] if node.plan else [])
         if node.executed:
             lines.append(f"  metrics: {metrics_line(node)}")
         if node.analysis and node.id in shown:
