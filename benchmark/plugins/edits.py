@@ -443,7 +443,7 @@ the lines that replace them
 Rules:
 - SEARCH must copy whole existing lines (never part of a line) character for character, including
   indentation and comments, and must match exactly one place in the file: add neighbouring lines if it
-  could match twice. A file of one long line (a JSON file) is changed by replacing that whole line.
+  could match twice. A file written on one line (as JSON often is) is changed by replacing that whole line.
 - Keep blocks small: quote only the lines that change plus a little context. Use several blocks
   for several changes; they are applied in order, so a later block sees earlier results.
 - Put the path line before every block. To create a new file, leave SEARCH empty.
