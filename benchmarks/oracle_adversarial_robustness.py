@@ -3,19 +3,25 @@
     python benchmarks/oracle_adversarial_robustness.py [--configs NAME ...] [--finalists 2]
 
 Version 4's images are sklearn digits drawn through a generator (ml_tasks/adversarial_robustness/prepare.py):
-each digit's box pasted at a random position of a 10 x 10 canvas, its strokes scaled by a random gain, the
-100 values in an undisclosed column order. The training set holds one draw of each of its 1,078 digits.
-The oracle knows the generator: it replays `generate` (so it knows which digit each training row is and
-the column order) and adversarially trains the family's largest MLP on a fresh draw of every training
-digit in every epoch, so the network sees each digit at many positions and gains and never fits one
-draw's nuisance. It sees no validation or test digit. The recipes are the strongest of the family
-measured on version 3 (PGD adversarial training, Madry et al. 2018, half of the loss on the clean
-images; TRADES, Zhang et al. 2019; the training radius ramped up to 0.2, an exponential moving
-average of the weights, Rebuffi et al. 2021). Each configuration is trained with seed 0 and screened on
-validation by a cheap attack (PGD with cross-entropy and with the margin loss, 20 steps each); the
-finalists are attacked by the task's own evaluator on validation, and the best of them is scored once
-on the hidden test set. Torch runs on one thread. The default trains and scores only the configuration
-the screen chose; `--configs all` reruns the screen.
+each digit's box pasted at a random position of a 10 x 10 canvas, the 100 values in an undisclosed column
+order. The training set holds one draw of each of 538 digits, a stratified half of version 3's 1,078-digit
+training pool. The oracle knows the generator: it replays `generate` (the column order and the pool's
+digits) and adversarially trains the family's largest MLP on a fresh draw of every one of the 1,078 pool
+digits in every epoch, so the network sees each digit at many positions and never fits one draw. It sees no
+validation or test digit. The recipes are the strongest of the family measured on version 3 (PGD
+adversarial training, Madry et al. 2018, here half of the loss on the clean images; TRADES, Zhang et al.
+2019; the training radius ramped up, an exponential moving average of the weights, Rebuffi et al. 2021).
+Each configuration is trained with seed 0 and screened on validation by a cheap attack (PGD with
+cross-entropy and with the margin loss, 20 steps each); the finalists are attacked by the task's own
+evaluator on validation and test, and the best on validation is the 1.0. Torch runs on one thread. The
+default trains and scores only the configuration the screen chose; `--configs all` reruns the screen.
+
+Measured (seed 0): PGD-AT 512x4, 300 epochs on fresh draws: trained in 264 CPU-s (about 5 CPU-minutes
+with the evaluator's attacks; 55 minutes of wall time on the 2-core machine at a load of 10-17), val clean
+0.978, PGD-screened robust 0.557, the evaluator's val 0.4847, test 0.4806 (the 1.0). For comparison (run
+through the driver and the evaluator, seed 0): the same kind of training on the 538 public draws only
+(version 3's strong-LLM solution: PGD-AT 512x4, 150 epochs, radius 0.2, a quarter of the loss clean) val
+0.234 / test 0.2667; the reference (TRADES 256x2, 40 epochs) test 0.178.
 """
 
 from __future__ import annotations
@@ -40,14 +46,16 @@ EPS = 0.15
 
 
 def config(method: str, epochs: int, *, width: int = 512, depth: int = 4, fresh: bool = True,
-           train_eps: float = 0.2, clean_weight: float = 0.5, beta: float = 6.0, ema: float = 0.995) -> dict:
+           train_eps: float = 0.2, steps: int = 8, clean_weight: float = 0.5, beta: float = 6.0,
+           ema: float = 0.995) -> dict:
     return dict(method=method, width=width, depth=depth, epochs=epochs, fresh=fresh, lr=1e-3, batch=64,
-                train_eps=train_eps, steps=8, clean_weight=clean_weight, beta=beta, ema=ema)
+                train_eps=train_eps, steps=steps, clean_weight=clean_weight, beta=beta, ema=ema)
 
 
 # name -> settings; every one trains on the 1,078 training digits only.
 CONFIGS = {
     "PGD-AT 512x4, 300 epochs, fresh draws": config("pgd", 300),
+    "TRADES 512x4, 300 epochs, fresh draws, train eps 0.17": config("trades", 300, train_eps=0.17, steps=10),
 }
 CHOSEN = "PGD-AT 512x4, 300 epochs, fresh draws"
 
