@@ -7,7 +7,7 @@ only: a safetensors file cannot carry code, so nothing the agent wrote runs here
 network from the harness-owned `baseline/family.py`, and attacks it on the validation or hidden
 test images with a fixed, harness-owned threat model:
 
-    L-inf ball of radius EPS = 0.15 around each image (pixels scaled to [0, 1]), clipped to [0, 1].
+    L-inf ball of radius EPS = 0.15 around each image (its 100 values scaled to [0, 1]), clipped to [0, 1].
 
 The attack is a reduced AutoAttack (Croce & Hein, 2020), run as a cascade over the images still
 classified correctly, with ART's implementations:
@@ -47,12 +47,13 @@ MODEL_FILE = "model.safetensors"
 
 # The threat model and the attack: harness-owned, identical for val and test.
 EPS = 0.15
-CLEAN_ACCURACY_FLOOR = 0.90
+CLEAN_ACCURACY_FLOOR = 0.70  # version 3: 0.90 (plain digits, where standard training reached 0.95)
 APGD_ITERATIONS = 100
 APGD_CE_RESTARTS = 2
 SQUARE_QUERIES = 1000
 ATTACK_SEED = 0
-MAX_MODEL_BYTES = 8 * 1024**2  # a 4 x 512 MLP is ~3.3 MB
+MAX_MODEL_BYTES = 8 * 1024**2  # a 4 x 512 MLP is ~3.4 MB
+SHAPE = (1, 10, 10)  # how the attacks see one image's 100 values (an MLP reads them flat)
 
 
 def load_model(path: Path):
@@ -78,8 +79,11 @@ def load_model(path: Path):
 
 
 def load_images(labels_dir: Path, phase: str) -> tuple[np.ndarray, np.ndarray]:
+    sys.path.insert(0, str(HERE / "baseline"))
+    import family
+
     frame = pd.read_csv(labels_dir / LABEL_FILES[phase])
-    x = scaled_pixels(frame).reshape(-1, 1, 8, 8)
+    x = scaled_pixels(frame, family.FEATURES).reshape(-1, *SHAPE)
     return x, frame["label"].to_numpy(dtype=np.int64)
 
 
@@ -139,7 +143,7 @@ def robustness(net, x: np.ndarray, y: np.ndarray) -> dict[str, float]:
     import torch
     from art.estimators.classification import PyTorchClassifier
 
-    classifier = PyTorchClassifier(log_softmax_head(net), loss=torch.nn.CrossEntropyLoss(), input_shape=(1, 8, 8),
+    classifier = PyTorchClassifier(log_softmax_head(net), loss=torch.nn.CrossEntropyLoss(), input_shape=SHAPE,
                                    nb_classes=10, clip_values=(0.0, 1.0), device_type="cpu")
     alive = correct(net, x, y)
     metrics = {"clean_accuracy": float(alive.mean())}

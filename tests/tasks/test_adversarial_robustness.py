@@ -46,7 +46,7 @@ def train_plain(family, prepared: ws.PreparedTask, epochs: int = 10):
     import model
 
     frame = pd.read_csv(prepared.public_dir / "train.csv")
-    x = (frame[[f"p{i}" for i in range(64)]].to_numpy(np.float32) / 16).astype(np.float32)
+    x = (frame[family.FEATURES].to_numpy(np.float32) / 16).astype(np.float32)
     torch.manual_seed(0)
     params = {"width": 64, "depth": 1, "lr": 0.003, "weight_decay": 0.0, "batch_size": 64, "epochs": epochs}
     return model.train_model(x, frame["label"].to_numpy(np.int64), params, "cpu"), x, frame["label"].to_numpy()
@@ -59,10 +59,35 @@ def test_prepared_data_keeps_evaluation_images_hidden(prepared: ws.PreparedTask,
     assert sorted(p.name for p in prepared.public_dir.iterdir()) == ["train.csv"]
     train = pd.read_csv(prepared.public_dir / "train.csv")
     val, test = (pd.read_csv(prepared.labels_dir / f) for f in ("val.csv", "test.csv"))
-    assert (len(train), len(val), len(test)) == (1078, 359, 360)
+    assert (len(train), len(val), len(test)) == (538, 359, 360)
+    assert list(train.columns) == ["id", *[f"x{i}" for i in range(100)], "label"]
     assert not (set(train["id"]) & set(val["id"]) or set(train["id"]) & set(test["id"]) or set(val["id"]) & set(test["id"]))
     # the val phase names neither labels nor test inputs; the evaluator's images live under labels/
     assert "{labels}" not in " ".join(spec.phases["val"]) and "{test_inputs}" not in " ".join(spec.phases["val"])
+
+
+def test_the_generator_replays_the_files_and_keeps_its_hidden_half_unwritten(prepared: ws.PreparedTask,
+                                                                              spec: TaskSpec) -> None:
+    """What the oracle (benchmarks/oracle_adversarial_robustness.py) relies on: `generate` reproduces the
+    written tables, the training digits are half of a pool that shares no digit with val or test, and the
+    column order is a real permutation."""
+    import importlib.util
+
+    module_spec = importlib.util.spec_from_file_location("adversarial_robustness_prepare", spec.task_dir / "prepare.py")
+    gen = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(gen)
+    tables, order, parts, images, labels = gen.generate()
+    for phase, path in (("train", prepared.public_dir / "train.csv"), ("val", prepared.labels_dir / "val.csv"),
+                        ("test", prepared.labels_dir / "test.csv")):
+        pd.testing.assert_frame_equal(pd.read_csv(path), tables[phase].sort_values("id").reset_index(drop=True),
+                                      check_dtype=False)
+    assert set(parts["train"]) < set(parts["pool"]) and (len(parts["train"]), len(parts["pool"])) == (538, 1078)
+    assert not set(parts["pool"]) & (set(parts["val"]) | set(parts["test"]))
+    assert sorted(order) == list(range(100)) and (order != np.arange(100)).mean() > 0.9
+    # every written image is its digit's box somewhere on the canvas, in the column order
+    canvas = np.zeros((len(parts["train"]), 100), dtype=np.int64)
+    canvas[:, order] = tables["train"][[f"x{i}" for i in range(100)]].to_numpy()
+    assert (canvas.sum(axis=1) == images[parts["train"]].sum(axis=1)).all()
 
 
 # --- what reaches the evaluator -----------------------------------------------------------------------------------
@@ -111,7 +136,7 @@ def test_a_pickled_payload_is_rejected_and_never_runs(spec: TaskSpec, prepared: 
 
 def _good(family) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(0)
-    return {"layers.0.weight": rng.normal(size=(16, 64)).astype(np.float32), "layers.0.bias": np.zeros(16, np.float32),
+    return {"layers.0.weight": rng.normal(size=(16, family.INPUT_DIM)).astype(np.float32), "layers.0.bias": np.zeros(16, np.float32),
             "layers.1.weight": rng.normal(size=(10, 16)).astype(np.float32), "layers.1.bias": np.zeros(10, np.float32)}
 
 
@@ -121,14 +146,14 @@ def _good(family) -> dict[str, np.ndarray]:
     (lambda t: {**t, "layers.1.weight": np.zeros((9, 16), np.float32), "layers.1.bias": np.zeros(9, np.float32)},
      "do not chain"),
     (lambda t: {**t, "layers.0.weight": np.zeros((16, 63), np.float32)}, "do not chain"),
-    (lambda t: {**t, "layers.0.weight": np.full((16, 64), np.nan, np.float32)}, "NaN or infinite"),
+    (lambda t: {**t, "layers.0.weight": np.full((16, 100), np.nan, np.float32)}, "NaN or infinite"),
     (lambda t: {**t, "layers.0.bias": np.full(16, 1e6, np.float32)}, "magnitude"),
     (lambda t: {**t, "layers.0.bias": np.zeros(16, np.int32)}, "floating point"),
-    (lambda t: {"layers.0.weight": np.zeros((600, 64), np.float32), "layers.0.bias": np.zeros(600, np.float32),
+    (lambda t: {"layers.0.weight": np.zeros((600, 100), np.float32), "layers.0.bias": np.zeros(600, np.float32),
                 "layers.1.weight": np.zeros((10, 600), np.float32), "layers.1.bias": np.zeros(10, np.float32)},
      "hidden width 600"),
     (lambda t: {k: v for i in range(7) for k, v in (
-        (f"layers.{i}.weight", np.zeros((10 if i == 6 else 8, 64 if i == 0 else 8), np.float32)),
+        (f"layers.{i}.weight", np.zeros((10 if i == 6 else 8, 100 if i == 0 else 8), np.float32)),
         (f"layers.{i}.bias", np.zeros(10 if i == 6 else 8, np.float32)))}, "expected tensors"),
 ], ids=["missing-bias", "extra-tensor", "wrong-classes", "wrong-input", "nan", "huge", "int-dtype", "too-wide",
         "too-deep"])
@@ -201,21 +226,22 @@ def test_a_steep_ramp_quantizer_is_scored_at_its_true_robustness(family, ev, pre
     from sklearn.linear_model import LogisticRegression
 
     frame = pd.read_csv(prepared.public_dir / "train.csv")
-    x = frame[[f"p{i}" for i in range(64)]].to_numpy(np.float64) / 16
+    x = frame[family.FEATURES].to_numpy(np.float64) / 16
     steep, threshold = 1000.0, 0.47  # no pixel value k/16 lies on the ramp
     clf = LogisticRegression(C=1.0, max_iter=3000).fit((x > threshold).astype(float), frame["label"])
     w, c = clf.coef_, clf.intercept_
-    w0, b0 = np.zeros((128, 64)), np.zeros(128)
-    for i in range(64):  # unit 2i - unit 2i+1 = clip(steep * (x_i - threshold) + 0.5, 0, 1)
+    n = family.INPUT_DIM
+    w0, b0 = np.zeros((2 * n, n)), np.zeros(2 * n)
+    for i in range(n):  # unit 2i - unit 2i+1 = clip(steep * (x_i - threshold) + 0.5, 0, 1)
         w0[2 * i, i] = w0[2 * i + 1, i] = steep
         b0[2 * i], b0[2 * i + 1] = -steep * threshold + 0.5, -steep * threshold - 0.5
-    w1 = np.zeros((10, 128))
+    w1 = np.zeros((10, 2 * n))
     w1[:, 0::2], w1[:, 1::2] = w, -w
     net = family.from_tensors({k: v.astype(np.float32) for k, v in
                                {"layers.0.weight": w0, "layers.0.bias": b0, "layers.1.weight": w1, "layers.1.bias": c}.items()})
 
     xs, ys = val_slice
-    flat = xs.reshape(len(xs), 64).astype(np.float64)
+    flat = xs.reshape(len(xs), n).astype(np.float64)
     bits, flippable = (flat > threshold).astype(float), np.abs(flat - threshold) < ev.EPS - 1e-3
     exact = []
     for b, f, label in zip(bits, flippable, ys):

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from task_runtime import DriverArgs, DriverError, driver_main, pick_device, read_params, read_table, seed_everything
-from task_runtime.digits import PIXELS, scaled_pixels
+from task_runtime.digits import scaled_pixels
 
 HERE = Path(__file__).resolve().parent
 
@@ -39,8 +39,8 @@ def run(args: DriverArgs) -> None:
     if not callable(getattr(model, "train_model", None)):
         raise DriverError("model.py must define train_model(x, y, params, device) -> family.RobustMLP")
     params = read_params(HERE / "params.json")
-    train = read_table(args.data / "train.csv", PIXELS + ["label"])
-    x, y = scaled_pixels(train), train["label"].to_numpy(dtype=np.int64)
+    train = read_table(args.data / "train.csv", family.FEATURES + ["label"])
+    x, y = scaled_pixels(train, family.FEATURES), train["label"].to_numpy(dtype=np.int64)
     device = pick_device()
     seed_everything(args.seed, import_torch=True)
     started = time.perf_counter()

@@ -1,7 +1,7 @@
 """The model family of the adversarial_robustness task (harness-owned; restored before every run).
 
-A model is a plain ReLU MLP on the 64 pixels (scaled to [0, 1]) with 10 logits:
-`Linear(64, h1) -> ReLU -> ... -> Linear(h_k, 10)`, 0 to 4 hidden layers of 1 to 512 units. The
+A model is a plain ReLU MLP on an image's 100 values (columns x0..x99, scaled to [0, 1]) with 10 logits:
+`Linear(100, h1) -> ReLU -> ... -> Linear(h_k, 10)`, 0 to 4 hidden layers of 1 to 512 units. The
 agent chooses the widths and trains the weights however it likes; only the weights cross into the
 evaluator, as a safetensors file (tensors and a JSON header: nothing in it can run code, unlike a
 pickle). The evaluator rebuilds the network from this module and runs the attack on its own forward
@@ -21,7 +21,8 @@ import numpy as np
 import torch
 from torch import nn
 
-INPUT_DIM = 64
+INPUT_DIM = 100  # a 10 x 10 canvas, its values in the data's (undisclosed) column order
+FEATURES = [f"x{i}" for i in range(INPUT_DIM)]  # the data's value columns, in the order the network reads them
 N_CLASSES = 10
 MAX_HIDDEN_LAYERS = 4
 MAX_WIDTH = 512
@@ -52,7 +53,7 @@ class RobustMLP(nn.Module):
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.reshape(x.shape[0], -1)  # accepts (n, 64) and image-shaped (n, 1, 8, 8) batches
+        x = x.reshape(x.shape[0], -1)  # accepts (n, 100) and image-shaped (n, 1, 10, 10) batches
         for i, layer in enumerate(self.layers):
             x = layer(x)
             if i < len(self.layers) - 1:

@@ -15,7 +15,7 @@ from family import RobustMLP
 
 
 def train_model(x: np.ndarray, y: np.ndarray, params: dict, device: str) -> RobustMLP:
-    """x: (n, 64) float32 pixels in [0, 1]; y: (n,) int labels 0..9. The driver has seeded torch."""
+    """x: (n, 100) float32 values in [0, 1]; y: (n,) int labels 0..9. The driver has seeded torch."""
     net = RobustMLP([int(params["width"])] * int(params["depth"])).to(device)
     opt = torch.optim.Adam(net.parameters(), lr=float(params["lr"]), weight_decay=float(params["weight_decay"]))
     xs, ys = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
