@@ -288,11 +288,11 @@ def harness_files(ctx: OpContext) -> dict[str, str]:
     return out
 
 
-def harness_section(ctx: OpContext, full: bool = True) -> Section:
+def harness_section(ctx: OpContext) -> Section:
     """Read-only harness files, whole in every prompt that has room for them (every call is stateless:
     an outline after the first prompt dropped details the model needed, such as a weight layout), else
-    as an outline of the contract; `full=False` asks for the outline alone. The task runtime's names
-    that they import follow, one line each, in both forms."""
+    as an outline of the contract. The task runtime's names that they import follow, one line each, in
+    both forms."""
     files = harness_files(ctx)
     if not files:
         return Section("Harness files (read-only)", [""], 60)
@@ -301,7 +301,7 @@ def harness_section(ctx: OpContext, full: bool = True) -> Section:
         + (outline_python(text) if rel.endswith(".py") else "\n".join(text.splitlines()[:10])) + "\n```"
         for rel, text in files.items())
     api = runtime_api(text for rel, text in files.items() if rel.endswith(".py"))
-    variants = [files_block(files), outline] if full else [outline]
+    variants = [files_block(files), outline]
     variants = [f"{text}\n\n{api}" if api else text for text in variants]
     return Section("Harness files (read-only)", variants, 60)
 
