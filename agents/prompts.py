@@ -278,14 +278,14 @@ def setup_section(ctx: OpContext, commands: bool = False) -> Section:
 
 
 def harness_files(ctx: OpContext) -> dict[str, str]:
-    code_dir = ctx.task.code_dir
     out = {}
-    for path in sorted(code_dir.rglob("*")):
-        rel = path.relative_to(code_dir).as_posix()
-        if path.is_file() and not ctx.task.is_editable(rel) and path.suffix in TEXT_SUFFIXES \
-                and "__pycache__" not in rel:
-            out[rel] = path.read_text(errors="replace")
-    return out
+    for code_dir in (ctx.task.code_dir, ctx.task.code_overlay):  # a variant's own files replace the base's
+        for path in sorted(code_dir.rglob("*")) if code_dir else ():
+            rel = path.relative_to(code_dir).as_posix()
+            if path.is_file() and not ctx.task.is_editable(rel) and path.suffix in TEXT_SUFFIXES \
+                    and "__pycache__" not in rel:
+                out[rel] = path.read_text(errors="replace")
+    return dict(sorted(out.items()))
 
 
 def harness_section(ctx: OpContext) -> Section:

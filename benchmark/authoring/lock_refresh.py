@@ -155,7 +155,7 @@ def record(spec: TaskSpec, result: dict) -> Change:
     assert spec.baseline is not None
     moved = _moved(spec.baseline.val, result["val"]) or _moved(spec.baseline.test, result["test"])
     version = _bump_minor(spec.version) if moved else None
-    path = spec.task_dir / "task.yaml"
+    path = spec.home / "task.yaml"
     path.write_text(rewrite_manifest(path.read_text(), baseline_block(spec.baseline.seeds, result["val"],
                                                                       result["test"], result["environment"]), version))
     detail = (f"baseline val {spec.baseline.val[0]:.6g} -> {result['val'][0]:.6g}, test {spec.baseline.test[0]:.6g} -> "

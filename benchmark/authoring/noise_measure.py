@@ -74,7 +74,7 @@ def measure(task_dir: Path, seeds: Sequence[int] | None = None, draws: int | Non
         raise UserError("--draws must be at least 2 (half-samples per phase)")
     prepared = prepare(spec, log=lambda _: None)
     scratch = Path(tempfile.mkdtemp(prefix="researchbench-noise-"))
-    executor = default_executor(spec.task_dir)
+    executor = default_executor(spec.home)
     try:
         scores = _baseline_scores(spec, prepared, executor, seeds, scratch, log)
         phases, drawn = {}, 0

@@ -447,7 +447,7 @@ def probe_val_phase(prepared: PreparedTask, executor: Executor, scratch: Path, s
         if data:  # an empty file carries nothing to leak and equals every other empty file
             digests[hashlib.sha256(data).hexdigest()] = name
             sizes.add(len(data))
-    paths = [str(prepared.labels_dir), str(prepared.test_inputs_dir), str(spec.task_dir),
+    paths = [str(prepared.labels_dir), str(prepared.test_inputs_dir), *(str(d) for d in spec.source_dirs),
              *(str(p) for p in hidden.values())]
     payload = json.dumps({"paths": paths, "digests": digests, "sizes": sorted(sizes), "skip": list(PROBE_SKIP)})
     source = (Path(__file__).with_name("leak_probe.py")).read_text()

@@ -85,7 +85,7 @@ def phase_job(prepared: PreparedTask, phase: str, scratch: Path, timeout_s: floa
     spec = prepared.spec
     code_dir, output_dir = scratch / "code", scratch / "output"
     readonly = [prepared.public_dir, *owned]
-    hidden = [prepared.labels_dir, spec.task_dir, scratch.parent]  # scratch.parent: the run's results
+    hidden = [prepared.labels_dir, *spec.source_dirs, scratch.parent]  # scratch.parent: the run's results
     if phase == "test":
         readonly.append(prepared.test_inputs_dir)
     else:
@@ -101,7 +101,7 @@ def phase_job(prepared: PreparedTask, phase: str, scratch: Path, timeout_s: floa
         argv=tuple(argv), workdir=code_dir, stdout_path=scratch / "stdout.txt", stderr_path=scratch / "stderr.txt",
         timeout_s=timeout_s, readonly=tuple(readonly), public=(prepared.public_dir,), writable=(output_dir,),
         limits=Limits(memory_gb=res.memory_gb, cpus=res.cpus), gpus=res.gpus, gpu_type=res.gpu_type,
-        disk_bytes=int(res.disk_gb * _GIB), hidden=tuple(hidden), masked=(spec.task_dir, *shipped_data_paths()),
+        disk_bytes=int(res.disk_gb * _GIB), hidden=tuple(hidden), masked=(*spec.source_dirs, *shipped_data_paths()),
         places=tuple(places),
     )
 

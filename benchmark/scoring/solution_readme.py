@@ -52,6 +52,8 @@ def _rerun(run: RunRecord, spec: TaskSpec | None) -> list[str]:
     script = "\n".join([
         f"export PYTHONPATH={shlex.quote(str(REPO_ROOT))}  # the harness's task_runtime, as jobs see it",
         f"rm -rf work && cp -r {shlex.quote(str(spec.code_dir))} work",
+        *([f"cp -r {shlex.quote(str(spec.code_overlay))}/. work/  # this scale's own baseline files"]
+          if spec.code_overlay else []),
         f"cp -r {shlex.quote(str(run.run_dir / 'best_solution'))}/. work/ && rm work/{README} && mkdir work/out",
         f"(cd work && {shlex.join(phase)})",
         shlex.join(evaluate) + "  # writes work/out/metrics.json: {\"metrics\": {...}}",

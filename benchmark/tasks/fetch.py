@@ -53,14 +53,14 @@ def _mirror(spec: TaskSpec, repo: Repo, cache: Path) -> Path:
         if proc.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
             raise UserError(f"{spec.name}: cannot clone {repo.url} ({_last_line(proc)}); check 'repo.url' in "
-                            f"{spec.task_dir / 'task.yaml'}")
+                            f"{spec.home / 'task.yaml'}")
         os.replace(staging / "r.git", mirror)
         shutil.rmtree(staging, ignore_errors=True)
     if not _has_commit(mirror, repo.commit):
         _git(["-C", str(mirror), "fetch", "--quiet", repo.url, "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"])
     if not _has_commit(mirror, repo.commit):
         raise UserError(f"{spec.name}: commit {repo.commit} is not in {repo.url}; check 'repo.commit' in "
-                        f"{spec.task_dir / 'task.yaml'} (nothing was prepared)")
+                        f"{spec.home / 'task.yaml'} (nothing was prepared)")
     return mirror
 
 
@@ -73,7 +73,7 @@ def checkout(spec: TaskSpec, cache: Path, dest: Path) -> int:
     proc = _git(["-C", str(mirror), "archive", "--format=tar", treeish])
     if proc.returncode != 0:
         raise UserError(f"{spec.name}: {repo.subdir!r} is not a folder at commit {repo.commit} of {repo.url}; "
-                        f"check 'repo.subdir' in {spec.task_dir / 'task.yaml'}")
+                        f"check 'repo.subdir' in {spec.home / 'task.yaml'}")
     dest.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as archive:
         members = [m for m in archive.getmembers() if m.isfile() or m.isdir()]  # no links from a repository

@@ -2,6 +2,10 @@
 
 Loading is strict: an unknown or misspelled key, a wrong type or a command that hands hidden data to
 agent code is a `UserError` naming the file and the key, never a silent default.
+
+A *variant* (`extends: <task>`) is the same task at another scale (the GPU suite): its folder holds a
+task.yaml with only what the scale changes, its own description and, optionally, the baseline files the
+scale changes (laid over the base's). It runs the base task's prepare, driver and evaluator.
 """
 
 from __future__ import annotations
@@ -193,7 +197,9 @@ class TaskSpec:
     checks: Checks = Checks()
     repo: Repo | None = None
     downloads: tuple[Download, ...] = ()
-    task_dir: Path = field(default=Path("."), compare=False)
+    extends: str | None = None  # the task this one is a variant of (the same code at another scale)
+    task_dir: Path = field(default=Path("."), compare=False)  # the folder of the task's code ({task_dir})
+    manifest_dir: Path | None = field(default=None, compare=False)  # a variant's own folder (its task.yaml)
 
     def is_editable(self, relpath: str) -> bool:
         return any(fnmatch.fnmatchcase(relpath, pattern) for pattern in self.editable)
@@ -204,6 +210,22 @@ class TaskSpec:
     @property
     def code_dir(self) -> Path:
         return self.task_dir / self.code
+
+    @property
+    def home(self) -> Path:
+        """The folder of this task's task.yaml: a variant's own folder, else the task folder."""
+        return self.manifest_dir or self.task_dir
+
+    @property
+    def code_overlay(self) -> Path | None:
+        """A variant's baseline files that replace the base's (its `code` folder), if it has any."""
+        folder = self.manifest_dir / self.code if self.manifest_dir else None
+        return folder if folder is not None and folder.is_dir() else None
+
+    @property
+    def source_dirs(self) -> tuple[Path, ...]:
+        """Every folder of task files (hidden from agent code): the task folder and a variant's own."""
+        return (self.task_dir,) + ((self.manifest_dir,) if self.manifest_dir else ())
 
 
 def _placeholders(argv: tuple[str, ...]) -> set[str]:
@@ -236,11 +258,11 @@ class _Reader:
         if not isinstance(value, dict):
             raise self.fail(key, "must be a mapping")
         if cls is not None:
-            known = {f.name for f in fields(cls)} - {"task_dir"}
+            known = {f.name for f in fields(cls)} - {"task_dir", "manifest_dir"}
             for k in value:
                 if k not in known:
                     raise self.fail(f"{key}.{k}".lstrip("."), f"is not a known key (known: {', '.join(sorted(known))})")
-            required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING} - {"task_dir"}
+            required = {f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING}
         for k in sorted(required or ()):
             if k not in value:
                 raise self.fail(f"{key}.{k}".lstrip("."), "is required")
@@ -274,6 +296,44 @@ def _build(reader: _Reader, cls: type, raw: Any, key: str, types: dict[str, Any]
     return cls(**{k: reader.typed(v, f"{key}.{k}", types[k]) for k, v in raw.items()})
 
 
+# A variant's mappings that merge key by key over its base's; every other key it gives replaces the base's.
+MERGED_KEYS = ("metric", "budget", "resources", "evaluation", "checks", "knobs")
+# Measurements of one scale, never inherited: a variant states its own or none.
+SCALE_MEASUREMENTS = ("baseline", "noise")
+
+
+def _inherit(reader: _Reader, raw: dict, folder: Path) -> tuple[dict, Path]:
+    """A variant's manifest merged over its base's (a sibling folder), and the base's folder."""
+    base_name = reader.typed(raw["extends"], "extends", str)
+    base_dir = folder.parent / base_name
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_\-]*", base_name) or not (base_dir / "task.yaml").is_file():
+        raise reader.fail("extends", f"names {base_name!r}, which is not a task folder beside {folder.name}/")
+    for key in ("name", "version"):
+        if key not in raw:
+            raise reader.fail(key, "is required in a variant (it is a task of its own)")
+    try:
+        base = yaml.safe_load((base_dir / "task.yaml").read_text())
+    except yaml.YAMLError:
+        raise reader.fail("extends", f"names {base_name}, whose task.yaml is not valid YAML") from None
+    base, _ = upgrade(base, base_dir)
+    if not isinstance(base, dict) or base.get("extends") is not None:
+        raise reader.fail("extends", f"names {base_name}, which is itself a variant or unreadable; extend its base")
+    merged = {k: v for k, v in base.items() if k not in SCALE_MEASUREMENTS}
+    for key, value in raw.items():
+        if key in MERGED_KEYS and isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged, base_dir
+
+
+def _located(own: Path, code_home: Path, rel: str) -> str:
+    """A variant's file or folder when it has one of that name, else the base's (kept relative)."""
+    if own == code_home or not (own / rel).exists():
+        return rel
+    return str((own / rel).resolve())
+
+
 def load_task(task_dir: Path) -> TaskSpec:
     """Read and validate `<task_dir>/task.yaml`."""
     path = Path(task_dir) / "task.yaml"
@@ -289,6 +349,9 @@ def load_task(task_dir: Path) -> TaskSpec:
     raw, changes = upgrade(raw, Path(task_dir))  # an older schema, read as the current one
     if changes:
         notice(path, raw["name"] if isinstance(raw.get("name"), str) else path.parent.name, changes)
+    code_home = Path(task_dir)  # where the code, prepare and evaluator live: a variant's base folder
+    if isinstance(raw, dict) and raw.get("extends") is not None:
+        raw, code_home = _inherit(reader, raw, Path(task_dir))
     raw = reader.mapping(raw, "", TaskSpec)
     if raw["schema"] != SCHEMA_VERSION:
         raise reader.fail("schema", f"is {raw['schema']!r}; this researchbench reads schema {SCHEMA_VERSION} "
@@ -367,13 +430,14 @@ def load_task(task_dir: Path) -> TaskSpec:
     noise = parse_noise(raw["noise"], reader.fail) if raw.get("noise") is not None else None
     craw = reader.mapping(raw.get("checks", {}), "checks", Checks)
     trivial = tuple(reader.typed(v, "checks.trivial[]", str) for v in reader.typed(craw.get("trivial", []), "checks.trivial", list))
+    trivial = tuple(_located(Path(task_dir), code_home, folder) for folder in trivial)
     for folder in trivial:
-        if not (Path(task_dir) / folder).is_dir():
+        if not (code_home / folder).is_dir():
             raise reader.fail("checks.trivial", f"points at {folder}, which is not a folder")
     reference = craw.get("reference")
     if reference is not None:
-        reference = reader.typed(reference, "checks.reference", str)
-        if not (Path(task_dir) / reference).is_dir():
+        reference = _located(Path(task_dir), code_home, reader.typed(reference, "checks.reference", str))
+        if not (code_home / reference).is_dir():
             raise reader.fail("checks.reference", f"points at {reference}, which is not a folder")
     reference_score = craw.get("reference_score")
     if reference_score is not None:
@@ -427,14 +491,15 @@ def load_task(task_dir: Path) -> TaskSpec:
 
     spec = TaskSpec(
         schema=raw["schema"], name=raw["name"], version=raw["version"], domain=raw["domain"],
-        description=raw["description"], metric=metric, budget=budget, code=raw["code"],
+        description=_located(Path(task_dir), code_home, raw["description"]), metric=metric, budget=budget, code=raw["code"],
         editable=tuple(editable),
         phases={p: reader.argv(phases[p], f"phases.{p}", p) for p in ("val", "test")},
         evaluator=reader.argv(raw["evaluator"], "evaluator", "evaluator"), outputs=tuple(outputs),
         prepare=reader.argv(raw["prepare"], "prepare", "prepare"),
         data=data, requirements=tuple(requirements), resources=resources, evaluation=evaluation, knobs=knobs,
         baseline=baseline, noise=noise, checks=Checks(trivial=trivial, reference=reference, reference_score=reference_score), repo=repo, downloads=tuple(downloads),
-        task_dir=Path(task_dir).resolve(),
+        extends=raw.get("extends"), task_dir=code_home.resolve(),
+        manifest_dir=Path(task_dir).resolve() if code_home != Path(task_dir) else None,
     )
     if knobs is not None and not spec.is_editable(knobs.file):
         raise reader.fail("knobs.file", f"'{knobs.file}' must match one of the editable globs")

@@ -111,6 +111,8 @@ def _source_digest(spec: TaskSpec) -> str:
     digest = hashlib.sha256()
     for rel, sha in _hash_tree(spec.code_dir).items():
         digest.update(f"code/{rel}\0{sha}\n".encode())
+    for rel, sha in (_hash_tree(spec.code_overlay) if spec.code_overlay else {}).items():
+        digest.update(f"overlay/{rel}\0{sha}\n".encode())
     argv = render(spec.prepare, python="python", task_dir=str(spec.task_dir), workspace="WORKSPACE")
     for part in argv:
         path = Path(part)
@@ -130,10 +132,10 @@ def _check_layout(spec: TaskSpec) -> None:
         rel = getattr(spec.data, key)
         parts = PurePosixPath(rel).parts
         if not parts or PurePosixPath(rel).is_absolute() or ".." in parts or rel in (".", ""):
-            raise UserError(f"{spec.task_dir / 'task.yaml'}: 'data.{key}' must be a relative folder inside the "
+            raise UserError(f"{spec.home / 'task.yaml'}: 'data.{key}' must be a relative folder inside the "
                             f"workspace, got {rel!r}; see docs/tasks.md")
         if parts[0] in seen:
-            raise UserError(f"{spec.task_dir / 'task.yaml'}: 'data.{key}' ({rel!r}) overlaps {seen[parts[0]]}; "
+            raise UserError(f"{spec.home / 'task.yaml'}: 'data.{key}' ({rel!r}) overlaps {seen[parts[0]]}; "
                             "use distinct top-level folders (see docs/tasks.md)")
         seen[parts[0]] = f"data.{key}"
 
@@ -232,7 +234,7 @@ def _run_prepare_command(spec: TaskSpec, target: Path) -> None:
         proc = subprocess.run(argv, cwd=spec.task_dir, env=env, capture_output=True, text=True)
     except OSError as exc:
         raise UserError(f"{spec.name}: could not start the prepare command {argv[0]!r} ({exc}); "
-                        f"check 'prepare' in {spec.task_dir / 'task.yaml'}") from None
+                        f"check 'prepare' in {spec.home / 'task.yaml'}") from None
     if proc.returncode != 0:
         lines = [line for line in (proc.stderr or proc.stdout).splitlines() if line.strip()]
         last = lines[-1].strip() if lines else "no output"
@@ -290,12 +292,14 @@ def prepare(spec: TaskSpec, root: Path | None = None, force: bool = False, log: 
             folder = staging / getattr(spec.data, key)
             if not folder.is_dir() or not any(folder.iterdir()):
                 raise UserError(f"{spec.name}: the prepare command wrote nothing into data.{key} "
-                                f"({getattr(spec.data, key)}/); fix {spec.task_dir / 'task.yaml'} or the prepare script")
+                                f"({getattr(spec.data, key)}/); fix {spec.home / 'task.yaml'} or the prepare script")
         secure_labels(staging / spec.data.labels)  # defense in depth: job users cannot read them
         if spec.repo is not None:
             fetch.checkout(spec, cache, staging / BASELINE)
-        shutil.copytree(spec.code_dir, staging / BASELINE, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns(*_SKIP_DIRS, *(f"*{s}" for s in _SKIP_SUFFIXES)))
+        for code in (spec.code_dir, spec.code_overlay):  # a variant's own baseline files win
+            if code is not None:
+                shutil.copytree(code, staging / BASELINE, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns(*_SKIP_DIRS, *(f"*{s}" for s in _SKIP_SUFFIXES)))
         files = _hash_tree(staging)
         manifest = {"format": MANIFEST_FORMAT, "task": spec.name, "version": spec.version,
                     "source": _source_digest(spec), "files": files, "downloads": placed}
@@ -331,7 +335,7 @@ def ensure_requirements(spec: TaskSpec, log: Log = print) -> None:
         try:
             parsed = Requirement(req.pip)
         except InvalidRequirement as exc:
-            raise UserError(f"{spec.task_dir / 'task.yaml'}: 'requirements[{i}]' is not a pip requirement "
+            raise UserError(f"{spec.home / 'task.yaml'}: 'requirements[{i}]' is not a pip requirement "
                             f"({exc}); see docs/tasks.md") from None
         if parsed.marker is not None and not parsed.marker.evaluate():
             continue
