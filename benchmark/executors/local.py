@@ -534,10 +534,11 @@ def _rlimits(job: Job, nproc: Optional[int], cpu_limited: bool, capped_fs: bool 
     if job.disk_bytes is not None and not capped_fs:  # a capped filesystem answers ENOSPC itself
         max_file = min(max_file, job.disk_bytes)
     wanted = [
-        (resource.RLIMIT_AS, int(limits.memory_gb * _GIB)),
         (resource.RLIMIT_FSIZE, max_file),
         (resource.RLIMIT_CORE, 0),
     ]
+    if not job.gpus:  # CUDA maps the device's memory into the address space: a GPU job's is far beyond its RAM
+        wanted.append((resource.RLIMIT_AS, int(limits.memory_gb * _GIB)))
     if nproc is not None:
         wanted.append((resource.RLIMIT_NPROC, int(nproc)))  # binds non-root uids only
     if open_files is not None:
