@@ -48,12 +48,18 @@ def _list(tasks: dict[str, Path]) -> None:
 
 
 def _setup(names: list[str], tasks: dict[str, Path], force: bool, skip_requirements: bool,
-           downloads: bool = False) -> None:
+           downloads: bool = False, every: bool = False) -> None:
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import ensure_requirements, prepare
 
     _require_known(names, tasks)
     specs = [load_task(tasks[name]) for name in dict.fromkeys(names)]  # validate all before doing anything
+    if every:  # GPU-scale data is no use on a machine without a GPU: only a task named alone prepares it there
+        skipped = [spec for spec in specs if _without_gpu(spec.home)]
+        for spec in skipped:
+            print(f"{spec.name}: skipped (it needs {spec.resources.gpus} GPU and none is visible here; "
+                  f"`python setup.py --task {spec.name}` prepares it anyway)")
+        specs = [spec for spec in specs if spec not in skipped]
     for spec in specs:
         if not skip_requirements:
             ensure_requirements(spec)
@@ -81,6 +87,18 @@ def _migrate(names: list[str], tasks: dict[str, Path]) -> None:
                                     f"needs no migration (not schema 1; this researchbench reads schema {SCHEMA_VERSION})"))
 
 
+def _without_gpu(task_dir: Path) -> bool:
+    """A GPU-scale variant on a machine where no GPU is visible (its checks then use its CPU fallback)."""
+    from benchmark.authoring.task_check import visible_gpu_ids
+    from benchmark.tasks.manifest import load_task
+
+    try:
+        spec = load_task(task_dir)
+    except UserError:
+        return False  # the manifest check reports why
+    return spec.extends is not None and spec.resources.gpus > 0 and len(visible_gpu_ids()) < spec.resources.gpus
+
+
 def _check(names: list[str], tasks: dict[str, Path], skip_requirements: bool, reference: bool = False,
            migrate: bool = False) -> int:
     """Run every check on each task (after migrating its manifest, if asked); a table per task; 0 when all pass."""
@@ -99,8 +117,10 @@ def _check(names: list[str], tasks: dict[str, Path], skip_requirements: bool, re
                 ensure_requirements(load_task(tasks[name]))
             except UserError:
                 pass  # an invalid manifest is reported by the manifest check itself
-        print(f"{name}: checking {tasks[name]}", flush=True)
-        report = check_task(tasks[name], reference=reference, legacy=name in legacy)
+        fallback = _without_gpu(tasks[name])
+        print(f"{name}: checking {tasks[name]}" + (" (no GPU here: its CPU fallback, the same code at its base's "
+                                                  "lite scale)" if fallback else ""), flush=True)
+        report = check_task(tasks[name], reference=reference, legacy=name in legacy, fallback=fallback)
         print(report.table(), flush=True)
         if not report.ok:
             failed.append(f"{report.task} ({', '.join(report.failed)})")
@@ -216,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             _list(tasks)
         else:
             names = list(tasks) if args.all else (_suite(args.suite) if args.suite else args.task)
-            _setup(names, tasks, args.force, args.skip_requirements, args.download)
+            _setup(names, tasks, args.force, args.skip_requirements, args.download, every=not args.task)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -92,3 +92,45 @@ def test_a_variant_of_a_variant_is_refused(tmp_path: Path) -> None:
                                                       "version": "1.0.0"}))
     with pytest.raises(UserError, match="itself a variant"):
         load_task(second)
+
+
+def test_a_gpu_variants_cpu_fallback_is_its_code_on_the_base_lite_data(tmp_path: Path) -> None:
+    from benchmark.authoring.task_check import check_task
+    from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+    from benchmark.tasks.variants import cpu_fallback
+
+    folder = _variant(tmp_path, {"name": "toy_big", "version": "1.0.0", "resources": {"gpus": 1},
+                                 "prepare": ["{python}", "{task_dir}/prepare.py", "{workspace}", "--big"],
+                                 "budget": {"step_timeout_s": 900}}, params={"slope": 2.0})
+    spec = load_task(folder)
+    fallback = cpu_fallback(spec)
+    base = load_task(tmp_path / "toy")
+    assert fallback.name == "toy_big-cpu" and fallback.resources == base.resources and fallback.prepare == base.prepare
+    assert fallback.budget == base.budget and fallback.code_overlay == spec.code_overlay
+    with pytest.raises(UserError, match="not a variant"):
+        cpu_fallback(base)
+    with LocalExecutor(LocalExecutorConfig()) as executor:
+        report = check_task(folder, executor=executor, root=tmp_path / "ws", val_seconds_limit=None, fallback=True,
+                            skip=("label-probe", "description", "trivial"))  # the toy task has neither
+    assert report.ok, report.table()
+    assert report.task == "toy_big-cpu"
+    val = next(row for row in report.rows if row.name == "baseline-val")
+    assert val.detail.startswith("mse 1.25 ")  # the variant's slope 2 on the base's y = 3x at x = 0.5, 1.5
+
+
+def test_setup_skips_gpu_variants_without_a_gpu_unless_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture) -> None:
+    import importlib.util
+
+    _variant(tmp_path, {"name": "toy_big", "version": "1.0.0", "resources": {"gpus": 1}})
+    module_spec = importlib.util.spec_from_file_location("setup_cli", Path(__file__).resolve().parents[1] / "setup.py")
+    setup_cli = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(setup_cli)
+    monkeypatch.setenv("RESEARCHBENCH_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU visible, whatever this machine has
+    tasks = {"toy": tmp_path / "toy", "toy_big": tmp_path / "toy_big"}
+    setup_cli._setup(list(tasks), tasks, force=False, skip_requirements=True, every=True)  # --all, --suite
+    assert "toy_big: skipped (it needs 1 GPU and none is visible here" in capsys.readouterr().out
+    assert (tmp_path / "ws" / "toy").is_dir() and not (tmp_path / "ws" / "toy_big").exists()
+    setup_cli._setup(["toy_big"], tasks, force=False, skip_requirements=True)  # --task toy_big
+    assert (tmp_path / "ws" / "toy_big").is_dir()

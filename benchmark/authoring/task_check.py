@@ -57,6 +57,7 @@ from benchmark.run.experiment import Outcome, check_isolation, materialize, phas
 from benchmark.scoring.normalize import headline_text
 from benchmark.tasks.lock import record_environment_note as environment_note
 from benchmark.tasks.manifest import TaskSpec, load_task
+from benchmark.tasks.variants import cpu_fallback
 from benchmark.tasks.workspace import CHECKSUM_FILE, PreparedTask, prepare
 
 VAL_SECONDS_LIMIT = 60.0  # the baseline's val phase must fit this: CPU seconds where measured, else wall
@@ -129,8 +130,10 @@ class _Checker:
     """Runs the checks of one task in order, recording a row for each."""
 
     def __init__(self, task_dir: Path, executor: Executor, root: Path | None, log: Log, skip: Collection[str] = (),
-                 val_seconds_limit: float | None = VAL_SECONDS_LIMIT, reference: bool = False, legacy: bool = False):
+                 val_seconds_limit: float | None = VAL_SECONDS_LIMIT, reference: bool = False, legacy: bool = False,
+                 fallback: bool = False):
         self.task_dir, self.executor, self.root, self.log, self.skip = task_dir, executor, root, log, set(skip)
+        self.cpu_fallback = fallback
         self.legacy = legacy or written_for_schema_1(task_dir)
         self.val_seconds_limit, self.with_reference = val_seconds_limit, reference
         self.report = TaskCheckReport(task=task_dir.name)
@@ -192,6 +195,8 @@ class _Checker:
 
     def manifest(self) -> str:
         spec = load_task(self.task_dir)
+        if self.cpu_fallback:
+            spec = cpu_fallback(spec)
         self.report.task = spec.name
         self.spec = spec
         m = spec.metric
@@ -508,19 +513,20 @@ def written_for_schema_1(task_dir: Path) -> bool:
 def check_task(task_dir: Path, executor: Executor | None = None, root: Path | None = None,
                log: Log = lambda _: None, skip: Collection[str] = (),
                val_seconds_limit: float | None = VAL_SECONDS_LIMIT, reference: bool = False,
-               legacy: bool = False) -> TaskCheckReport:
+               legacy: bool = False, fallback: bool = False) -> TaskCheckReport:
     """Run every check on the task folder; the workspace goes under `root` (default: the workspace root).
 
     `skip` names checks to leave out (tests exercising one check use it); a check that needs the result of
     a skipped one is skipped too. `val_seconds_limit=None` reports the val phase's time without judging it
     (the test suite does: tests assert behaviour, and a shared machine's wall clock is not the task's).
     `reference=True` adds the (slow) reference-solution check. `legacy=True` (or a task.yaml of schema 1)
-    turns the rules added with schema 2 into warnings with their fix, for one release."""
+    turns the rules added with schema 2 into warnings with their fix, for one release. `fallback=True` checks
+    a GPU-scale variant's CPU fallback (benchmark/tasks/variants.py) instead of the variant."""
     task_dir = Path(task_dir).resolve()
     own = executor is None
     executor = executor if executor is not None else default_executor(task_dir)
     try:
-        return _Checker(task_dir, executor, root, log, skip, val_seconds_limit, reference, legacy).run()
+        return _Checker(task_dir, executor, root, log, skip, val_seconds_limit, reference, legacy, fallback).run()
     finally:
         if own:
             executor.shutdown()
