@@ -73,7 +73,7 @@ def task_entries(registry: Registry) -> list[Entry]:
         member_of = [suite for suite, names in sorted(suites.items()) if name in names]
         details = (f"area {task.domain}; metric {task.metric.name}, {task.metric.direction} is better; "
                    f"suites: {', '.join(member_of) or 'none'}")
-        entries.append(Entry(name, _title(folder / task.description) or "(no description)", source, details,
+        entries.append(Entry(name, _title(task.task_dir / task.description) or "(no description)", source, details,
                              SHOWN_STATE.get(state := prepared_state(task), state)))
     return entries
 
