@@ -23,7 +23,6 @@ pinned as the driver pins it (one thread, portable kernels). About two CPU-minut
 from __future__ import annotations
 
 import importlib.util
-import sys
 
 import numpy as np
 
@@ -140,8 +139,9 @@ def main() -> int:
                 "observed images (nuisance not undone), 32-dimensional code": lambda name: seen[name][0]}
     picker = BestOnVal(task)
     for label, values in variants.items():
-        scores = {phase: evaluate(task, phase, writer({"probe_train": (sets["probe_train"]["id"], values("probe_train")),
-                                                       phase: (sets[phase]["id"], values(phase))}))
+        ids = {name: sets[name]["id"] for name in PHASES}
+        scores = {phase: evaluate(task, phase, writer({"probe_train": (ids["probe_train"], values("probe_train")),
+                                                       phase: (ids[phase], values(phase))}))
                   for phase in ("val", "test")}
         picker.add(label, scores, shown=f"supervised CNN, {label}")
     picker.conclude()

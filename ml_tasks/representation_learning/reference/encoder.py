@@ -83,7 +83,8 @@ def augment(x: torch.Tensor, p: dict) -> torch.Tensor:
     yy, xx = coords.view(1, SIDE, 1), coords.view(1, 1, SIDE)
     direction, phase = 2 * math.pi * torch.rand(n, 1, 1), 2 * math.pi * torch.rand(n, 1, 1)
     freq, amp = 0.3 + 1.2 * torch.rand(n, 1, 1), float(p["background"]) * torch.rand(n, 1, 1)
-    wave = amp * 0.5 * (1 + torch.cos(2 * math.pi * freq * (torch.cos(direction) * xx + torch.sin(direction) * yy) + phase))
+    angle_arg = 2 * math.pi * freq * (torch.cos(direction) * xx + torch.sin(direction) * yy) + phase
+    wave = amp * 0.5 * (1 + torch.cos(angle_arg))
     out = out + (1 - out) * wave.unsqueeze(1)
     return highpass((out + float(p["noise"]) * torch.randn_like(out)).clamp(0, 1), int(p["highpass"]))
 
