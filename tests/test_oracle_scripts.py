@@ -14,7 +14,7 @@ from conftest import run_cli
 
 # task -> CPU minutes the script takes on one core (measured), for the timeout
 ORACLES = {"causal_effect": 1, "continual_learning": 1, "federated_learning": 1, "domain_generalization": 1,
-           "representation_learning": 3, "adversarial_robustness": 10,
+           "representation_learning": 5, "adversarial_robustness": 10,
            "privacy": 8, "fairness": 1, "semi_supervised": 1, "causal_discovery": 1,
            "unlearning": 3, "ood_detection": 4}
 LINE = re.compile(r"^oracle \(best on val\): .*, test (\S+) \(the manifest's metric\.target: (\S+)\)$", re.M)

@@ -37,7 +37,7 @@ def test_prepare_is_deterministic_and_probe_sets_are_disjoint(prepared, tmp_path
     ids = [set(s["id"].tolist()) for s in sets.values()]
     assert not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
     for s in sets.values():  # no image is shared between any two sets, unlabeled included
-        assert set(s) == {"id", "x"} and s["x"].shape[1] == 144
+        assert set(s) == {"id", "x"} and s["x"].shape[1] == 256
         assert not {row.tobytes() for row in s["x"]} & rows
         rows |= {row.tobytes() for row in s["x"]}
 
@@ -68,8 +68,8 @@ def test_floor_is_the_best_constant_class_and_constant_embeddings_reach_no_furth
 
 
 def test_raw_pixels_are_a_poor_representation(prepared, ev, tmp_path: Path) -> None:
-    """The nuisance works: the first 32 raw pixels (a capped identity) leave the probe near chance."""
-    metrics = score(prepared, ev, "val", embeddings_frame(prepared, "val", lambda x: x[:, 40:72]), tmp_path)
+    """The nuisances work: 32 raw pixels of the canvas's middle rows leave the probe near chance."""
+    metrics = score(prepared, ev, "val", embeddings_frame(prepared, "val", lambda x: x[:, 112:144]), tmp_path)
     assert metrics["probe_accuracy"] < 0.35
 
 

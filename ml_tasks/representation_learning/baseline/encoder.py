@@ -1,11 +1,11 @@
-"""Self-supervised representation learning for displaced digits: the file you improve.
+"""Self-supervised representation learning for digits under nuisances: the file you improve.
 
 The driver (harness-owned) calls
 
     pretrain(x_unlabeled, params, device) -> encoder        any object your embed() understands
     embed(encoder, x, params, device) -> (n, d) array       d <= 32, finite
 
-Inputs are 12x12 images flattened to 144 floats in [0, 1] (row-major). The harness trains and scores
+Inputs are 16x16 images flattened to 256 floats in [0, 1] (row-major). The harness trains and scores
 the linear probe on your embeddings; you never see a label. This baseline is a denoising autoencoder
 (Vincent et al. 2008): an MLP encoder maps a noisy copy of each image to a `dim`-dimensional code, an
 MLP decoder reconstructs the clean image from it (mean squared error), and the probe uses the code.
@@ -19,7 +19,7 @@ from torch import nn
 
 DEFAULTS = {"epochs": 30, "batch_size": 64, "lr": 0.001, "hidden": 256, "dim": 32, "noise": 0.1,
             "weight_decay": 1e-5}
-PIXELS = 144
+PIXELS = 256
 
 
 class Autoencoder(nn.Module):
