@@ -2,7 +2,7 @@
 
 Run by `benchmark.tasks.workspace.prepare` (never by agent code):
 
-    python prepare.py --out <workspace/domain_generalization>
+    python prepare.py --out <workspace/domain_generalization> [--scale lite|gpu]
 
 Construction, per image (all draws from fixed seeds, so two runs write the same bytes):
   - the target is the digit's group: 0 for digits 0-4, 1 for digits 5-9;
@@ -27,12 +27,19 @@ inverting it fails on "aligned".
     test_inputs/test_inputs.csv   id, x0..x199          both hidden test environments, shuffled
     labels/val.csv, labels/test.csv   id, env (aligned|flipped), target   evaluator only
 
+Scale (SCALES): at "lite" (the default; the domain_generalization task) every training digit is drawn
+once and every evaluation digit once per environment. At "gpu" (the domain_generalization_gpu task) the
+same digits, split the same way, are each drawn TRAIN_DRAWS times into their training environment and
+EVAL_DRAWS times into each evaluation environment, every draw with its own offset, label noise, colour and
+brightness: more images, not more digits (sklearn's digits are all the generator has).
+
 Version 3.0.0 added the canvas offsets and the brightness feature (version 2: one colour, the bare
 8x8 image, 128 columns).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -51,14 +58,22 @@ TRAIN_FLIPS = ((0.1, 0.3), (0.25, 0.15))  # per training environment: (colour, b
 EVAL_FLIPS = {"aligned": (0.1, 0.1), "flipped": (0.9, 0.9)}
 FRACTIONS = (0.5, 0.25, 0.25)  # train / val / test images, stratified by digit
 FEATURES = [f"x{i}" for i in range(2 * PIXELS)]
+# Draws per digit: into its training environment, and into each evaluation environment. "lite" is the
+# task as it has always been (one draw each: its files do not change); "gpu" is the domain_generalization_gpu
+# variant's scale.
+SCALES = {"lite": {"train_draws": 1, "eval_draws": 1},
+          "gpu": {"train_draws": 50, "eval_draws": 10}}
 
 
 def canvas(images: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Each 8x8 image pasted at a random offset on a blank canvas: (n, PIXELS) values, (n, 2) offsets."""
     offsets = rng.integers(0, CANVAS - 8 + 1, size=(len(images), 2))
     out = np.zeros((len(images), CANVAS, CANVAS), dtype=np.int64)
-    for i, (dy, dx) in enumerate(offsets):
-        out[i, dy:dy + 8, dx:dx + 8] = images[i].reshape(8, 8)
+    squares = images.reshape(len(images), 8, 8)
+    for dy in range(CANVAS - 8 + 1):  # one paste per offset, not per image (gpu scale has ~50,000 images)
+        for dx in range(CANVAS - 8 + 1):
+            rows = (offsets[:, 0] == dy) & (offsets[:, 1] == dx)
+            out[rows, dy:dy + 8, dx:dx + 8] = squares[rows]
     return out.reshape(len(images), PIXELS), offsets
 
 
@@ -77,13 +92,16 @@ def spurious(images: np.ndarray, target: np.ndarray, flips: tuple[float, float],
     return features, observed.astype(np.int64), {"colour": colour, "bright": bright, "offsets": offsets}
 
 
-HIDDEN = ["digit", "colour", "bright", "offset_y", "offset_x"]  # the draws no file shows (for the oracle)
+# the draws no file shows (for the oracle); `source` is the row's digit in sklearn's digits (at gpu scale
+# several rows share one)
+HIDDEN = ["digit", "source", "colour", "bright", "offset_y", "offset_x"]
 
 
-def generate() -> tuple[dict[str, pd.DataFrame], np.ndarray]:
+def generate(scale: str = "lite") -> tuple[dict[str, pd.DataFrame], np.ndarray]:
     """Every row of every phase with its id, environment, features, label or target and the HIDDEN draws;
     and the column order. `build` writes what the files show; benchmarks/oracle_domain_generalization.py
     replays this to know what no estimator is told."""
+    draws = SCALES[scale]
     images, digit = digit_pixels()
     target = (digit >= 5).astype(np.int64)
     rng = np.random.default_rng(SEED)
@@ -94,17 +112,17 @@ def generate() -> tuple[dict[str, pd.DataFrame], np.ndarray]:
         features, observed, hidden = spurious(images[idx], target[idx], flips, rng)
         out = pd.DataFrame(features[:, order], columns=FEATURES)
         out.insert(0, "env", env)
-        out = out.assign(digit=digit[idx], colour=hidden["colour"], bright=hidden["bright"],
+        out = out.assign(digit=digit[idx], source=idx, colour=hidden["colour"], bright=hidden["bright"],
                          offset_y=hidden["offsets"][:, 0], offset_x=hidden["offsets"][:, 1])
         return out, observed
 
     rows: dict[str, list[pd.DataFrame]] = {"train": [], "val": [], "test": []}
     train_envs = np.array_split(split["train"], len(TRAIN_FLIPS))
     for env, (idx, flips) in enumerate(zip(train_envs, TRAIN_FLIPS)):
-        part, observed = frame(idx, env, flips)
+        part, observed = frame(np.tile(idx, draws["train_draws"]), env, flips)
         rows["train"].append(part.assign(label=observed))
     for phase in ("val", "test"):
-        idx = split[phase]
+        idx = np.tile(split[phase], draws["eval_draws"])
         for env, flips in EVAL_FLIPS.items():
             part, _ = frame(idx, env, flips)
             rows[phase].append(part.assign(target=target[idx]))
@@ -120,8 +138,8 @@ def generate() -> tuple[dict[str, pd.DataFrame], np.ndarray]:
     return tables, order
 
 
-def build(out: Path) -> None:
-    tables, _ = generate()
+def build(out: Path, scale: str = "lite") -> None:
+    tables, _ = generate(scale)
     write_tables(out, {"public/train.csv": tables["train"][["id", "env"] + FEATURES + ["label"]]})
     for phase in ("val", "test"):
         frame = tables[phase]
@@ -130,7 +148,10 @@ def build(out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return prepare_main(build, __doc__.splitlines()[0], argv)
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--scale", choices=sorted(SCALES), default="lite")
+    args, rest = parser.parse_known_args(argv)
+    return prepare_main(lambda out: build(out, args.scale), __doc__.splitlines()[0] + " (--scale lite|gpu)", rest)
 
 
 if __name__ == "__main__":
