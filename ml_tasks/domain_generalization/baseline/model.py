@@ -18,10 +18,11 @@ from torch.nn import functional as F
 
 
 def _penalty(algorithm: str, logits: list[torch.Tensor], targets: list[torch.Tensor]) -> torch.Tensor:
+    device = logits[0].device  # every tensor of a step on the model's device (a GPU when one is visible)
     if algorithm == "irm":
-        total = torch.zeros(())
+        total = torch.zeros((), device=device)
         for lg, yb in zip(logits, targets):
-            scale = torch.ones((), requires_grad=True)
+            scale = torch.ones((), device=device, requires_grad=True)
             risk = F.binary_cross_entropy_with_logits(lg * scale, yb)
             (grad,) = torch.autograd.grad(risk, scale, create_graph=True)
             total = total + grad.pow(2)
@@ -29,11 +30,12 @@ def _penalty(algorithm: str, logits: list[torch.Tensor], targets: list[torch.Ten
     if algorithm == "vrex":
         risks = torch.stack([F.binary_cross_entropy_with_logits(lg, yb) for lg, yb in zip(logits, targets)])
         return risks.var(unbiased=False)
-    return torch.zeros(())
+    return torch.zeros((), device=device)
 
 
 def fit(x: np.ndarray, y: np.ndarray, env: np.ndarray, params: dict, device: str) -> nn.Module:
-    """x: (n, 200) float32 in [0, 1]; y: (n,) observed 0/1 labels; env: (n,) training environment 0/1."""
+    """x: (n, 200) float32 in [0, 1]; y: (n,) observed 0/1 labels; env: (n,) training environment 0/1.
+    The data go to `device` once and every step is one full batch there (no per-row Python work)."""
     algorithm = params["algorithm"]
     if algorithm not in ("erm", "irm", "vrex"):
         raise ValueError(f"unknown algorithm {algorithm!r}; use erm, irm or vrex")
