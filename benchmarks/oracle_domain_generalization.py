@@ -1,7 +1,7 @@
 """domain_generalization's 1.0: the generator's own colour-blind image, classified by a model trained on
 the true labels.
 
-    python benchmarks/oracle_domain_generalization.py
+    python benchmarks/oracle_domain_generalization.py [--scale lite|gpu]
 
 The generator (ml_tasks/domain_generalization/prepare.py) is known: the target is the digit's group
 (0-4 or 5-9); the 8x8 digit sits at a random offset on a 10x10 canvas; two spurious features, a colour
@@ -17,10 +17,17 @@ true digit (not the observed label, 25% of which is flipped). It trains RBF supp
 and k-nearest neighbours on the recovered training images with those labels (predicting the digit,
 then its group, or the group directly), picks the best on validation `worst_env_accuracy` and scores
 it once on the hidden test set with the task's own evaluator. Under a CPU-minute.
+
+`--scale gpu` measures the domain_generalization_gpu variant's 1.0 on its workspace: the same digits drawn
+50 times each into training and 10 times into each evaluation environment (prepare.py's SCALES). Its
+training rows are copies of the same 898 digits, so the oracle keeps one recovered image per training
+digit (a full-brightness draw where there is one: those are exact), the same 898 images as at lite scale,
+and scores the candidates on the larger evaluation sets.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import warnings
 
@@ -63,16 +70,32 @@ def candidates() -> dict[str, tuple[object, bool]]:
     return out
 
 
-def main() -> int:
-    task = prepared("domain_generalization")
+def one_per_digit(replayed: pd.DataFrame) -> np.ndarray:
+    """Positions of one row per source digit, in file order: its first full-brightness draw, else its first.
+    At lite scale every digit is drawn once, so this keeps every row."""
+    source, bright = replayed["source"].to_numpy(), replayed["bright"].to_numpy()
+    ranked = np.lexsort((np.arange(len(source)), -bright, source))  # by digit, full brightness first, file order
+    first = np.r_[True, source[ranked][1:] != source[ranked][:-1]]
+    return np.sort(ranked[first])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", choices=["lite", "gpu"], default="lite",
+                        help="gpu: the domain_generalization_gpu variant's workspace and 1.0")
+    args = parser.parse_args(argv)
+    task = prepared("domain_generalization" if args.scale == "lite" else "domain_generalization_gpu")
     gen = generator(task)
-    tables, order = gen.generate()  # prepare.py's draws, replayed
+    tables, order = gen.generate(args.scale)  # prepare.py's draws, replayed
     public = pd.read_csv(task.public_dir / "train.csv")
     replayed = tables["train"].set_index("id").loc[public["id"]]
     assert np.array_equal(replayed[gen.FEATURES].to_numpy(), public[gen.FEATURES].to_numpy()), \
         "the replayed generator disagrees"
+    keep = one_per_digit(replayed)
+    public, replayed = public.iloc[keep].reset_index(drop=True), replayed.iloc[keep]
     x_train = digit_images(public, tables["train"], order, gen)
     d_train = replayed["digit"].to_numpy()
+    print(f"{len(keep)} training digits (one recovered image each) from {len(tables['train'])} training rows", flush=True)
     inputs = {"val": pd.read_csv(task.public_dir / "val_inputs.csv"),
               "test": pd.read_csv(task.test_inputs_dir / "test_inputs.csv")}
     picker = BestOnVal(task)
