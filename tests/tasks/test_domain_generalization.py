@@ -127,3 +127,26 @@ def test_evaluator_rejects_invalid_predictions(prepared: ws.PreparedTask, ev, tm
     breakage(pd.DataFrame({"id": key["id"], "label": key["target"]})).to_csv(tmp_path / "predictions.csv", index=False)
     line = rejects_inprocess(ev, "val", tmp_path, prepared.labels_dir, tmp_path, capsys)
     assert reason in line, line
+
+
+def test_the_gpu_scale_draws_the_same_digits_many_times(prep) -> None:
+    """prepare.py --scale gpu (the domain_generalization_gpu variant): the lite split of digits, each training
+    digit drawn SCALES["gpu"]["train_draws"] times into its environment and each evaluation digit
+    eval_draws times into each environment, every draw with its own offset and spurious features."""
+    lite, _ = prep.generate("lite")
+    gpu, _ = prep.generate("gpu")
+    draws = prep.SCALES["gpu"]
+    assert draws["train_draws"] >= 20 and draws["eval_draws"] > 1 and prep.SCALES["lite"] == {"train_draws": 1,
+                                                                                              "eval_draws": 1}
+    assert len(gpu["train"]) == draws["train_draws"] * len(lite["train"]) == 44900
+    for phase in ("val", "test"):
+        assert len(gpu[phase]) == draws["eval_draws"] * len(lite[phase])
+        assert set(gpu[phase]["source"]) == set(lite[phase]["source"])  # the same evaluation digits, no others
+        per_env = gpu[phase].groupby(["source", "env"]).size()
+        assert (per_env == draws["eval_draws"]).all() and len(per_env) == len(lite[phase])
+    per_digit = gpu["train"].groupby("source")["env"].agg(["size", "nunique"])
+    assert (per_digit["size"] == draws["train_draws"]).all() and (per_digit["nunique"] == 1).all()
+    assert set(per_digit.index) == set(lite["train"]["source"])
+    assert gpu["train"].groupby("source")[["offset_y", "offset_x", "colour"]].nunique().min().min() > 1
+    every_id = pd.concat([gpu[p]["id"] for p in ("train", "val", "test")])
+    assert every_id.is_unique
