@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import yaml
 
 from benchmark.tasks import workspace as ws
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
@@ -37,7 +38,15 @@ from benchmark.authoring.task_check import PASS, RECORD_ABS_TOL, RECORD_REL_TOL,
 from conftest import HANG_TIMEOUT_S, SESSION_START_ENV
 
 REPO = Path(__file__).resolve().parents[1]
-TASK_NAMES = sorted(p.parent.name for p in (REPO / "ml_tasks").glob("*/task.yaml"))
+
+def _is_variant(manifest: Path) -> bool:
+    return "extends" in (yaml.safe_load(manifest.read_text()) or {})
+
+
+# The tasks with code of their own. A variant (`extends:`, the GPU suite) runs its base's code, which these
+# tests cover; tests/test_gpu_suite.py tests the variants.
+TASK_NAMES = sorted(p.parent.name for p in (REPO / "ml_tasks").glob("*/task.yaml") if not _is_variant(p))
+VARIANT_NAMES = sorted(p.parent.name for p in (REPO / "ml_tasks").glob("*/task.yaml") if _is_variant(p))
 # One thread for every math library, as the sandbox sets for a one-CPU job: a record measured in the
 # sandbox reproduces outside it only on the same count, on any machine.
 ONE_THREAD_ENV = {name: "1" for name in THREAD_ENV}
