@@ -3,10 +3,11 @@ the request to forget one writer.
 
 Run by `benchmark.tasks.workspace.prepare` (never by agent code):
 
-    python prepare.py --out <workspace/unlearning>
+    python prepare.py --out <workspace/unlearning> [--scale lite|gpu]
 
 The generator (version 4.0.0; all draws from SEED, so two runs write the same bytes). Each of sklearn's
-1797 digits (/16) is assigned to one of N_WRITERS writers at random. Every writer has a hidden style drawn
+1797 digits (/16), taken `copies` times (SCALES: once at the lite scale), is assigned to one of N_WRITERS
+writers at random, each copy on its own. Every writer has a hidden style drawn
 per writer: a shear, a rotation, a horizontal and a vertical stretch (an affine warp of the 8x8 digit), a
 stroke weight (a gamma on the intensities) and a blur, each of a size set by the writer's STYLE strength,
 and a home position on the canvas. The warped digit is pasted at the writer's home offset (0..2 each way),
@@ -16,21 +17,25 @@ FORGOTTEN_STYLE, larger than the others', so what a model learns from its images
 from the other writers'. None of the writers, styles or positions is written to any file agent code sees.
 
 Splits: the forget set is every image of writer 0 (all of them are training images). The other writers'
-images are shuffled: RETAINED of them are training images (the retained set), the rest are never
-trained on and split in half between validation and test (the held-out images). Agent code gets a
-random RETAIN_PUBLIC of the retained images; the others are split in half between the val and test
-audits. The original model is scikit-learn's MLPClassifier (100-128-10, ReLU, Adam, fixed random_state)
-trained on every training image, the forget set included; it fits them all.
+images are shuffled: the first `retained` of them are training images (the retained set), the rest are
+never trained on and split in half between validation and test (the held-out images). With several
+copies of a digit, its copies by the writers who stay are kept on one side of that cut (the cut falls at
+the first whole digit past `retained` images), so no held-out image is a re-drawn copy of a retained one.
+Agent code gets a random `retain_public` of the retained images; the others are split in half between the
+val and test audits. The original model is scikit-learn's MLPClassifier (100-`hidden`-10, ReLU, Adam,
+fixed random_state) trained on every training image, the forget set included; it fits them all.
 
 The audit's reference models: REFERENCES networks of the same architecture trained from scratch on the
 retained images only (never a forget image), with the recipe `train_reference` (Adam, each batch also
-shown rolled by up to 2 pixels on the canvas), each from its own seed. For every forget and held-out
+shown rolled by up to 2 pixels on the canvas), each from its own seed, on `task_runtime.pick_device()`'s
+device (CUDA when a GPU is visible, so a GPU-prepared gpu-scale workspace rounds differently from a
+CPU-prepared one; the lite scale always trains on the CPU). For every forget and held-out
 image the labels keep the median and the standard deviation over them of the true class's log-odds and
 the fraction of them that classify it correctly: the evaluator's attacks compare the scored model with
 what a model that never saw the image does on that very image (difficulty calibration; Watson et al.
 2022, Carlini et al. 2022). Layout under --out:
 
-    public/original_model.npz   w1 (100, 128), b1 (128,), w2 (128, 10), b2 (10,) float32
+    public/original_model.npz   w1 (100, H), b1 (H,), w2 (H, 10), b2 (10,) float32 (H = the scale's `hidden`)
     public/forget.npz           x (n, 100) float32, y (n,) int64       the images to forget
     public/retain_subset.npz    x, y                                    the retained images agent code may use
     test_inputs/README.txt      the test phase needs no inputs (the model is scored on hidden images)
@@ -40,6 +45,12 @@ what a model that never saw the image does on that very image (difficulty calibr
         heldout_x, heldout_y      validation / test images of the other writers (never trained on)
         heldout_refmed, heldout_refsd, heldout_refacc
         retain_x, retain_y        half each of the hidden retained images (members to keep)
+        hidden                    the width H the evaluator checks the weights against (gpu scale only:
+                                  the lite scale's labels predate it and mean 128)
+
+Scales (SCALES, `--scale`): lite is the task as published (1797 images, 800 retained, width 128, the
+references on the CPU); gpu takes every digit 8 times (14,376 images, 6,400 retained, 800 of them public),
+a 512-wide network and larger reference batches, sized for a GPU (several CPU-minutes to prepare).
 """
 
 from __future__ import annotations
@@ -51,6 +62,8 @@ from pathlib import Path
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"  # one BLAS thread: the same sums in the same order, so the same model bytes
 
+import argparse  # noqa: E402
+
 import numpy as np  # noqa: E402
 
 from task_runtime.datasets import prepare_main  # noqa: E402
@@ -60,13 +73,19 @@ SEED = 20271203  # fixed: changing it changes the task (bump the version)
 N_WRITERS = 6
 STYLE = 0.5  # the size of every other writer's style (1 = the largest warp below)
 FORGOTTEN_STYLE = 1.0  # the forgotten writer's
-RETAINED = 800  # training images of the other writers
-RETAIN_PUBLIC = 100  # of them, the ones agent code gets
-HIDDEN = 128
 CANVAS = 10
 NOISE = 0.1
 REFERENCES = 8  # reference models per audit
-REFERENCE_EPOCHS = 150
+# Everything a scale changes. copies: how many times each of the 1797 digits is drawn; retained: training
+# images of the other writers (at least); retain_public: of them, the ones agent code gets; hidden: the
+# network's width; original_epochs: the original's max_iter; reference_epochs, reference_batch: the
+# references' recipe (each batch is also shown shifted, so a step sees twice the batch).
+SCALES = {
+    "lite": {"copies": 1, "retained": 800, "retain_public": 100, "hidden": 128, "original_epochs": 300,
+             "reference_epochs": 150, "reference_batch": 32},
+    "gpu": {"copies": 8, "retained": 6400, "retain_public": 800, "hidden": 512, "original_epochs": 100,
+            "reference_epochs": 60, "reference_batch": 128},
+}
 REFERENCE_SEEDS = [1000 + k for k in range(REFERENCES)]  # the oracle retrains with other seeds
 SD_FLOOR = 0.05  # the reference log-odds sd is at least this (images every reference model agrees on)
 
@@ -100,10 +119,13 @@ def warp(image: np.ndarray, style: dict[str, float]) -> np.ndarray:
     return (out / top if top > 0 else out) ** style["gamma"]
 
 
-def generate() -> dict[str, np.ndarray]:
+def generate(scale: str = "lite") -> dict[str, np.ndarray]:
     """Every image (x, y), its writer, and the role of each (index arrays): what `build` writes and
     benchmarks/oracle_unlearning.py replays."""
-    images, y = digit_images()
+    config = SCALES[scale]
+    digits, labels = digit_images()
+    base = np.tile(np.arange(len(labels)), config["copies"])  # image i draws digit base[i]
+    images, y = digits[base], labels[base]
     rng = np.random.default_rng(SEED)
     writer = rng.integers(0, N_WRITERS, len(y))
     styles = writer_styles(rng)
@@ -116,39 +138,53 @@ def generate() -> dict[str, np.ndarray]:
     noisy = canvas + rng.normal(0.0, NOISE, canvas.shape)
     x = np.clip(noisy, 0.0, 1.0).reshape(len(y), -1).astype(np.float32)
     others = rng.permutation(np.flatnonzero(writer != 0))
-    retain, heldout = others[:RETAINED], others[RETAINED:]
-    hidden = retain[RETAIN_PUBLIC:]
-    return {"x": x, "y": y, "writer": writer, "forget": np.flatnonzero(writer == 0),
-            "retain": retain, "retain_public": retain[:RETAIN_PUBLIC],
+    # Whole digits on each side of the cut: the digits in the order they first appear in `others`, and the
+    # first of them until `retained` images are reached (one image per digit at lite: others[:retained]).
+    _, first, group = np.unique(base[others], return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    sizes = np.bincount(group)[order]
+    kept = np.zeros(len(first), dtype=bool)
+    kept[order[np.cumsum(sizes) - sizes < config["retained"]]] = True
+    retain, heldout = others[kept[group]], others[~kept[group]]
+    hidden = retain[config["retain_public"]:]
+    return {"x": x, "y": y, "writer": writer, "base": base, "forget": np.flatnonzero(writer == 0),
+            "retain": retain, "retain_public": retain[:config["retain_public"]],
             "retain_val": hidden[: len(hidden) // 2], "retain_test": hidden[len(hidden) // 2:],
             "val": heldout[: len(heldout) // 2], "test": heldout[len(heldout) // 2:]}
 
 
-def train_original(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+def train_original(x: np.ndarray, y: np.ndarray, scale: str = "lite") -> dict[str, np.ndarray]:
     from sklearn.neural_network import MLPClassifier
 
-    model = MLPClassifier(hidden_layer_sizes=(HIDDEN,), alpha=1e-4, max_iter=300, random_state=SEED % 2**31,
+    config = SCALES[scale]
+    model = MLPClassifier(hidden_layer_sizes=(config["hidden"],), alpha=1e-4, max_iter=config["original_epochs"],
+                          random_state=SEED % 2**31,
                           tol=1e-6, n_iter_no_change=300).fit(x.astype(np.float64), y)
     (w1, w2), (b1, b2) = model.coefs_, model.intercepts_
     return {k: v.astype(np.float32) for k, v in {"w1": w1, "b1": b1, "w2": w2, "b2": b2}.items()}
 
 
-def train_reference(x: np.ndarray, y: np.ndarray, seed: int, epochs: int = REFERENCE_EPOCHS) -> dict[str, np.ndarray]:
-    """A network of the task's architecture trained from scratch (Adam, cosine schedule, batches of 32,
-    each batch also shown rolled by a random offset of up to 2 pixels on the canvas)."""
+def train_reference(x: np.ndarray, y: np.ndarray, seed: int, epochs: int | None = None, scale: str = "lite",
+                    device: str = "cpu") -> dict[str, np.ndarray]:
+    """A network of the task's architecture trained from scratch (Adam, cosine schedule, batches of the scale's
+    reference_batch (32 at lite), each batch also shown rolled by a random offset of up to 2 pixels on the
+    canvas), on `device`. The model is built and initialised on the CPU, so its start is the same everywhere."""
     import torch
 
+    config = SCALES[scale]
+    epochs, size, hidden = epochs or config["reference_epochs"], config["reference_batch"], config["hidden"]
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
-    xs, ys = torch.tensor(x), torch.tensor(y)
-    model = torch.nn.Sequential(torch.nn.Linear(CANVAS * CANVAS, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, 10))
+    xs, ys = torch.tensor(x).to(device), torch.tensor(y).to(device)
+    model = torch.nn.Sequential(torch.nn.Linear(CANVAS * CANVAS, hidden), torch.nn.ReLU(),
+                                torch.nn.Linear(hidden, 10)).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, weight_decay=1e-4)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, epochs)
     for _ in range(epochs):
-        order = torch.randperm(len(xs), generator=generator)
-        for start in range(0, len(xs), 32):
-            batch, labels = xs[order[start:start + 32]], ys[order[start:start + 32]]
+        order = torch.randperm(len(xs), generator=generator).to(device)
+        for start in range(0, len(xs), size):
+            batch, labels = xs[order[start:start + size]], ys[order[start:start + size]]
             dy, dx = torch.randint(-2, 3, (2,), generator=generator).tolist()
             rolled = torch.roll(batch.view(-1, CANVAS, CANVAS), (dy, dx), (1, 2)).reshape(len(batch), -1)
             loss = torch.nn.functional.cross_entropy(model(torch.cat([batch, rolled])), torch.cat([labels, labels]))
@@ -156,7 +192,7 @@ def train_reference(x: np.ndarray, y: np.ndarray, seed: int, epochs: int = REFER
             loss.backward()
             optimizer.step()
         schedule.step()
-    state = model.state_dict()
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     return {"w1": state["0.weight"].T.contiguous().numpy(), "b1": state["0.bias"].numpy(),
             "w2": state["2.weight"].T.contiguous().numpy(), "b2": state["2.bias"].numpy()}
 
@@ -180,22 +216,26 @@ def reference_stats(references: list[dict[str, np.ndarray]], x: np.ndarray, y: n
             "refacc": np.array(correct, dtype=np.float64).mean(axis=0)}
 
 
-def build(out: Path) -> None:
+def build(out: Path, scale: str = "lite") -> None:
     import warnings
 
-    data = generate()
+    from task_runtime import pick_device
+
+    device = "cpu" if scale == "lite" else pick_device()  # lite: the published bytes, made on the CPU
+    data = generate(scale)
     x, y = data["x"], data["y"]
     for folder in ("public", "test_inputs", "labels"):
         (out / folder).mkdir(parents=True, exist_ok=True)
     train = np.concatenate([data["forget"], data["retain"]])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # max_iter reached: intended, the model is meant to fit its data
-        np.savez(out / "public" / "original_model.npz", **train_original(x[train], y[train]))
+        np.savez(out / "public" / "original_model.npz", **train_original(x[train], y[train], scale))
     np.savez(out / "public" / "forget.npz", x=x[data["forget"]], y=y[data["forget"]])
     np.savez(out / "public" / "retain_subset.npz", x=x[data["retain_public"]], y=y[data["retain_public"]])
     (out / "test_inputs" / "README.txt").write_text(
         "The unlearning task's test phase needs no inputs: the unlearned model is scored on hidden images.\n")
-    references = [train_reference(x[data["retain"]], y[data["retain"]], seed) for seed in REFERENCE_SEEDS]
+    references = [train_reference(x[data["retain"]], y[data["retain"]], seed, scale=scale, device=device)
+                  for seed in REFERENCE_SEEDS]
     forget = data["forget"]
     forget_stats = reference_stats(references, x[forget], y[forget])
     for phase in ("val", "test"):
@@ -204,11 +244,16 @@ def build(out: Path) -> None:
                   "retain_x": x[r], "retain_y": y[r]}
         arrays.update({f"forget_{k}": v for k, v in forget_stats.items()})
         arrays.update({f"heldout_{k}": v for k, v in reference_stats(references, x[h], y[h]).items()})
+        if scale != "lite":  # the lite labels stay as published (no key: width 128)
+            arrays["hidden"] = np.array(SCALES[scale]["hidden"], dtype=np.int64)
         np.savez(out / "labels" / f"eval_{phase}.npz", **arrays)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return prepare_main(build, __doc__.splitlines()[0], argv)
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--scale", choices=tuple(SCALES), default="lite")
+    known, rest = parser.parse_known_args(argv)
+    return prepare_main(lambda out: build(out, known.scale), __doc__.splitlines()[0], rest)
 
 
 if __name__ == "__main__":
