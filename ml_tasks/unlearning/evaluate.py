@@ -3,8 +3,9 @@
     python evaluate.py --phase val|test --predictions-dir <dir> --labels <labels dir> --metrics <out.json>
 
 Runs in its own process on the harness side; agent code never imports it. Reads only
-`<predictions-dir>/model.npz`: the unlearned weights of the fixed 100-128-10 ReLU MLP (w1 (100, 128),
-b1 (128,), w2 (128, 10), b2 (10,), finite). It is loaded with allow_pickle=False after its size and
+`<predictions-dir>/model.npz`: the unlearned weights of the fixed 100-H-10 ReLU MLP (w1 (100, H),
+b1 (H,), w2 (H, 10), b2 (10,), finite). H is the scale's width, read from the labels (their `hidden`;
+labels without it, the lite scale's, mean 128), never from anything agent code writes. It is loaded with allow_pickle=False after its size and
 entries are checked; anything else prints one line to stderr and exits 1 without writing metrics.
 The evaluator computes the model's outputs itself (logits = relu(x w1 + b1) w2 + b2), so nothing the
 agent's code does at prediction time can treat the audited images specially.
@@ -44,11 +45,19 @@ import numpy as np
 
 from task_runtime import InvalidPredictions, evaluator_main
 
-SHAPES = {"w1": (100, 128), "b1": (128,), "w2": (128, 10), "b2": (10,)}
-MAX_BYTES = 1 << 20  # the weights are 14,218 floats (about 40 KB as float32)
+LITE_HIDDEN = 128  # the width of labels written without a `hidden` entry (the lite scale's)
+MAX_BYTES = 1 << 20  # the weights are 14,218 floats at width 128 (about 57 KB as float32), 56,842 at 512
 
 
-def load_weights(path: Path) -> dict[str, np.ndarray]:
+def shapes(hidden: int = LITE_HIDDEN) -> dict[str, tuple[int, ...]]:
+    return {"w1": (100, hidden), "b1": (hidden,), "w2": (hidden, 10), "b2": (10,)}
+
+
+SHAPES = shapes()
+
+
+def load_weights(path: Path, hidden: int = LITE_HIDDEN) -> dict[str, np.ndarray]:
+    expected = shapes(hidden)
     if not path.is_file():
         raise InvalidPredictions(f"{path.name} was not written")
     if path.stat().st_size > MAX_BYTES:
@@ -56,13 +65,13 @@ def load_weights(path: Path) -> dict[str, np.ndarray]:
     try:
         with zipfile.ZipFile(path) as archive:
             entries = {i.filename: i.file_size for i in archive.infolist()}
-        if set(entries) != {f"{k}.npy" for k in SHAPES} or sum(entries.values()) > 4 * MAX_BYTES:
-            raise InvalidPredictions(f"{path.name} must hold exactly the arrays {', '.join(SHAPES)}")
+        if set(entries) != {f"{k}.npy" for k in expected} or sum(entries.values()) > 4 * MAX_BYTES:
+            raise InvalidPredictions(f"{path.name} must hold exactly the arrays {', '.join(expected)}")
         with np.load(path, allow_pickle=False) as data:
-            weights = {k: data[k] for k in SHAPES}
+            weights = {k: data[k] for k in expected}
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         raise InvalidPredictions(f"{path.name} is not a readable .npz of plain arrays ({type(exc).__name__})") from None
-    for key, shape in SHAPES.items():
+    for key, shape in expected.items():
         array = weights[key]
         if array.shape != shape or array.dtype.kind not in "fiu":
             raise InvalidPredictions(f"{path.name}: {key} must be a numeric array of shape {shape}, got {array.shape}")
@@ -113,9 +122,10 @@ def score(weights: dict[str, np.ndarray], data: dict[str, np.ndarray]) -> dict[s
 
 
 def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, float]:
-    weights = load_weights(predictions_dir / "model.npz")
     with np.load(labels_dir / f"eval_{phase}.npz", allow_pickle=False) as data:
-        return score(weights, {k: data[k] for k in data.files})
+        labels = {k: data[k] for k in data.files}
+    hidden = int(labels.pop("hidden", LITE_HIDDEN))
+    return score(load_weights(predictions_dir / "model.npz", hidden), labels)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,10 @@
-"""Harness-owned: the fixed architecture of the unlearning task (100-128-10 ReLU MLP).
+"""Harness-owned: the fixed architecture of the unlearning task (100-H-10 ReLU MLP; H = 128 at the lite scale).
 
 The evaluator recomputes the outputs from the weights with exactly this function, so only the
-weights an `unlearn` returns matter, never the code of its forward pass.
+weights an `unlearn` returns matter, never the code of its forward pass. The width H is a fact of the
+task's scale: the driver reads it from the original model's weights (`set_hidden`) before it imports
+`unlearn.py`, so `HIDDEN`, `make_model()` and `LAYOUT` are the scale's from then on; the evaluator
+takes it from its own labels, never from anything agent code writes.
 """
 
 from __future__ import annotations
@@ -10,10 +13,22 @@ import numpy as np
 import torch
 from torch import nn
 
-N_FEATURES, HIDDEN, N_CLASSES = 100, 128, 10
-# npz name -> (parameter of the nn.Sequential below, shape as stored: w1 is inputs x hidden, as sklearn stores it)
-LAYOUT = {"w1": ("0.weight", (N_FEATURES, HIDDEN)), "b1": ("0.bias", (HIDDEN,)),
-          "w2": ("2.weight", (HIDDEN, N_CLASSES)), "b2": ("2.bias", (N_CLASSES,))}
+N_FEATURES, N_CLASSES = 100, 10
+HIDDEN = 128  # the lite scale's width; the driver sets the scale's with set_hidden
+LAYOUT: dict[str, tuple[str, tuple[int, ...]]] = {}
+
+
+def set_hidden(width: int) -> None:
+    """Use networks `width` units wide: HIDDEN and LAYOUT (npz name -> (parameter of the nn.Sequential
+    below, shape as stored: w1 is inputs x hidden, as sklearn stores it))."""
+    global HIDDEN
+    HIDDEN = int(width)
+    LAYOUT.clear()
+    LAYOUT.update({"w1": ("0.weight", (N_FEATURES, HIDDEN)), "b1": ("0.bias", (HIDDEN,)),
+                   "w2": ("2.weight", (HIDDEN, N_CLASSES)), "b2": ("2.bias", (N_CLASSES,))})
+
+
+set_hidden(HIDDEN)
 
 
 def make_model() -> nn.Sequential:

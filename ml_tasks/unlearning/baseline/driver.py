@@ -3,11 +3,12 @@
     python driver.py --phase val  --data <public> --out <output> [--seed N]
     python driver.py --phase test --data <public> --test-inputs <dir> --out <output> [--seed N]
 
-The harness restores this file and arch.py before every run. It builds the original model (arch.py)
-from `original_model.npz`, calls the editable `unlearn.unlearn` with the forget set and the retained
-images agent code may use, checks that what comes back is a torch module whose parameters have
-exactly the architecture's names and shapes and finite values, and writes `<out>/model.npz` (plain
-arrays). The evaluator recomputes outputs from those weights on hidden images and runs the
+The harness restores this file and arch.py before every run. It builds the original model (arch.py, as
+wide as the original's weights: the task's scale) from `original_model.npz` on `pick_device()`'s device
+(CUDA when a GPU is visible to the job, else the CPU), calls the editable `unlearn.unlearn` with the
+forget set and the retained images agent code may use, checks that what comes back is a torch module
+whose parameters have exactly the architecture's names and shapes and finite values, and writes
+`<out>/model.npz` (plain arrays). The evaluator recomputes outputs from those weights on hidden images and runs the
 membership-inference attack itself. Both phases run the same unlearning; only the hidden images the
 evaluator scores on differ. Nothing printed here is parsed as a metric. The shared pieces (command
 line, params, errors, seeding, reading arrays) come from the harness's read-only `task_runtime` package.
@@ -49,12 +50,17 @@ def checked_weights(model: object) -> dict[str, np.ndarray]:
 def run(args: DriverArgs) -> None:
     sys.path.insert(0, str(HERE))
     import arch
+
+    original = read_npz(args.data / "original_model.npz", tuple(arch.LAYOUT))
+    width = original["w1"].shape[-1] if original["w1"].ndim == 2 else 0
+    if width < 1:
+        raise DriverError(f"original_model.npz: w1 must be a matrix, got shape {original['w1'].shape}")
+    arch.set_hidden(width)  # the scale's width (128 at the lite scale), fixed before agent code is imported
     import unlearn  # the agent-editable module, next to this driver
 
     if not callable(getattr(unlearn, "unlearn", None)):
         raise DriverError("unlearn.py must define unlearn(model, forget_x, forget_y, retain_x, retain_y, params, device)")
     params = read_params(HERE / "params.json")
-    original = read_npz(args.data / "original_model.npz", tuple(arch.LAYOUT))
     forget = read_npz(args.data / "forget.npz", ("x", "y"))
     retain = read_npz(args.data / "retain_subset.npz", ("x", "y"))
     device = pick_device()
