@@ -6,8 +6,8 @@ Run by `benchmark.tasks.workspace.prepare` (never by agent code):
     python prepare.py --out <workspace/unlearning> [--scale lite|gpu]
 
 The generator (version 4.0.0; all draws from SEED, so two runs write the same bytes). Each of sklearn's
-1797 digits (/16), taken `copies` times (SCALES: once at the lite scale), is assigned to one of N_WRITERS
-writers at random, each copy on its own. Every writer has a hidden style drawn
+1797 digits (/16) is assigned to one of N_WRITERS writers at random, who writes it `copies` times
+(SCALES: once at the lite scale; each copy has its own jitter and noise). Every writer has a hidden style drawn
 per writer: a shear, a rotation, a horizontal and a vertical stretch (an affine warp of the 8x8 digit), a
 stroke weight (a gamma on the intensities) and a blur, each of a size set by the writer's STYLE strength,
 and a home position on the canvas. The warped digit is pasted at the writer's home offset (0..2 each way),
@@ -19,8 +19,8 @@ from the other writers'. None of the writers, styles or positions is written to 
 Splits: the forget set is every image of writer 0 (all of them are training images). The other writers'
 images are shuffled: the first `retained` of them are training images (the retained set), the rest are
 never trained on and split in half between validation and test (the held-out images). With several
-copies of a digit, its copies by the writers who stay are kept on one side of that cut (the cut falls at
-the first whole digit past `retained` images), so no held-out image is a re-drawn copy of a retained one.
+copies of a digit, all of them are kept on one side of that cut (it falls at the first whole digit past
+`retained` images), so no held-out image is a re-drawn copy of a training image.
 Agent code gets a random `retain_public` of the retained images; the others are split in half between the
 val and test audits. The original model is scikit-learn's MLPClassifier (100-`hidden`-10, ReLU, Adam,
 fixed random_state) trained on every training image, the forget set included; it fits them all.
@@ -49,8 +49,9 @@ what a model that never saw the image does on that very image (difficulty calibr
                                   the lite scale's labels predate it and mean 128)
 
 Scales (SCALES, `--scale`): lite is the task as published (1797 images, 800 retained, width 128, the
-references on the CPU); gpu takes every digit 8 times (14,376 images, 6,400 retained, 800 of them public),
-a 512-wide network and larger reference batches, sized for a GPU (several CPU-minutes to prepare).
+references on the CPU); gpu has every digit written 8 times (14,376 images: forget 2,288, retained 6,400 of
+which 800 public, held out 2 x 2,844), a 512-wide network and larger reference batches, sized for a GPU
+(about a CPU-minute to prepare here).
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def generate(scale: str = "lite") -> dict[str, np.ndarray]:
     base = np.tile(np.arange(len(labels)), config["copies"])  # image i draws digit base[i]
     images, y = digits[base], labels[base]
     rng = np.random.default_rng(SEED)
-    writer = rng.integers(0, N_WRITERS, len(y))
+    writer = rng.integers(0, N_WRITERS, len(labels))[base]  # a digit's copies are all by one writer
     styles = writer_styles(rng)
     canvas = np.zeros((len(y), CANVAS, CANVAS))
     for i in range(len(y)):
