@@ -5,8 +5,9 @@
 Runs in its own process on the harness side; agent code never imports it. Reads only
 `<predictions-dir>/model.npz`: the unlearned weights of the fixed 100-H-10 ReLU MLP (w1 (100, H),
 b1 (H,), w2 (H, 10), b2 (10,), finite). H is the scale's width, read from the labels (their `hidden`;
-labels without it, the lite scale's, mean 128), never from anything agent code writes. It is loaded with allow_pickle=False after its size and
-entries are checked; anything else prints one line to stderr and exits 1 without writing metrics.
+labels without it, the lite scale's, mean 128), never from anything agent code writes. It is loaded
+with allow_pickle=False after its size and entries are checked; anything else prints one line to stderr
+and exits 1 without writing metrics.
 The evaluator computes the model's outputs itself (logits = relu(x w1 + b1) w2 + b2), so nothing the
 agent's code does at prediction time can treat the audited images specially.
 

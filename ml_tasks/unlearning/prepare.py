@@ -7,8 +7,8 @@ Run by `benchmark.tasks.workspace.prepare` (never by agent code):
 
 The generator (version 4.0.0; all draws from SEED, so two runs write the same bytes). Each of sklearn's
 1797 digits (/16) is assigned to one of N_WRITERS writers at random, who writes it `copies` times
-(SCALES: once at the lite scale; each copy has its own jitter and noise). Every writer has a hidden style drawn
-per writer: a shear, a rotation, a horizontal and a vertical stretch (an affine warp of the 8x8 digit), a
+(SCALES: once at the lite scale; each copy has its own jitter and noise). Every writer has a hidden style
+drawn per writer: a shear, a rotation, a horizontal and a vertical stretch (an affine warp of the 8x8 digit), a
 stroke weight (a gamma on the intensities) and a blur, each of a size set by the writer's STYLE strength,
 and a home position on the canvas. The warped digit is pasted at the writer's home offset (0..2 each way),
 jittered by up to one pixel, on a blank 10x10 canvas with Gaussian pixel noise (sd 0.1), flattened
@@ -159,8 +159,7 @@ def train_original(x: np.ndarray, y: np.ndarray, scale: str = "lite") -> dict[st
 
     config = SCALES[scale]
     model = MLPClassifier(hidden_layer_sizes=(config["hidden"],), alpha=1e-4, max_iter=config["original_epochs"],
-                          random_state=SEED % 2**31,
-                          tol=1e-6, n_iter_no_change=300).fit(x.astype(np.float64), y)
+                          random_state=SEED % 2**31, tol=1e-6, n_iter_no_change=300).fit(x.astype(np.float64), y)
     (w1, w2), (b1, b2) = model.coefs_, model.intercepts_
     return {k: v.astype(np.float32) for k, v in {"w1": w1, "b1": b1, "w2": w2, "b2": b2}.items()}
 
