@@ -5,13 +5,14 @@ The checks every task gets: tests/test_tasks.py."""
 from __future__ import annotations
 
 import re
+import shutil
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from task_kit import driver_rejects, ev, evaluator_rejects, prepared, task_dir
+from task_kit import driver_rejects, ev, evaluator_rejects, prepared, run_driver, task_dir, task_module
 
 TASK = "unlearning"
 TASK_DIR = task_dir(TASK)
@@ -148,3 +149,61 @@ def test_forget_set_is_one_writer_and_the_references_never_saw_it(prepared) -> N
             assert (labels[f"{part}_refsd"] >= gen.SD_FLOOR).all()
             assert ((labels[f"{part}_refacc"] >= 0) & (labels[f"{part}_refacc"] <= 1)).all()
         assert not any(k.startswith("retain_ref") for k in labels)
+
+
+def test_gpu_scale_draws_more_of_every_writer_and_a_wider_network() -> None:
+    """`prepare.py --scale gpu` (the unlearning_gpu variant): every digit written `copies` times by its one
+    writer, so the forget set and the retained images grow by that factor and no digit crosses a split;
+    the network is wider. The lite scale is the published task."""
+    gen = task_module(TASK, "prepare")
+    lite, gpu = gen.SCALES["lite"], gen.SCALES["gpu"]
+    assert (lite["copies"], lite["retained"], lite["retain_public"], lite["hidden"]) == (1, 800, 100, 128)
+    assert gpu["copies"] >= 5 and gpu["hidden"] >= 2 * lite["hidden"] and gpu["retained"] >= 5 * lite["retained"]
+    small, big = gen.generate("lite"), gen.generate("gpu")
+    assert len(big["x"]) == gpu["copies"] * len(small["x"]) and big["x"].shape[1] == 100
+    assert len(big["forget"]) == gpu["copies"] * len(small["forget"])
+    assert (len(big["retain"]), len(big["retain_public"])) == (gpu["retained"], gpu["retain_public"])
+    digits = {part: set(big["base"][big[part]]) for part in ("forget", "retain", "val", "test")}
+    assert not digits["forget"] & (digits["retain"] | digits["val"] | digits["test"])
+    assert not digits["retain"] & (digits["val"] | digits["test"])
+
+
+def test_the_evaluator_takes_the_width_from_its_labels(tmp_path: Path, ev) -> None:
+    """gpu-scale labels carry the network's width; a model of any other width is rejected, whatever agent code
+    wrote. Labels without it (the lite scale's) mean 128."""
+    rng = np.random.default_rng(0)
+    labels = {"hidden": np.array(512)}
+    for part in ("forget", "heldout", "retain"):
+        labels.update({f"{part}_x": rng.random((6, 100)), f"{part}_y": np.arange(6)})
+    for part in ("forget", "heldout"):
+        labels.update({f"{part}_refmed": np.zeros(6), f"{part}_refsd": np.ones(6), f"{part}_refacc": np.full(6, 0.5)})
+    (tmp_path / "labels").mkdir()
+    np.savez(tmp_path / "labels" / "eval_val.npz", **labels)
+    for width, ok in ((512, True), (128, False)):
+        write_npz(tmp_path / f"w{width}", {k: np.zeros(s, np.float32) for k, s in ev.shapes(width).items()})
+        if ok:
+            assert ev.evaluate("val", tmp_path / f"w{width}", tmp_path / "labels")["retain_acc"] > 0
+        else:
+            with pytest.raises(ev.InvalidPredictions, match=r"shape \(100, 512\)"):
+                ev.evaluate("val", tmp_path / f"w{width}", tmp_path / "labels")
+    assert ev.shapes() == ev.SHAPES == {"w1": (100, 128), "b1": (128,), "w2": (128, 10), "b2": (10,)}
+
+
+def test_the_driver_builds_the_original_models_width(tmp_path: Path) -> None:
+    """arch.py's width is the scale's: the driver sets it from original_model.npz before unlearn.py is imported,
+    so arch.HIDDEN and arch.make_model() as agent code sees them match the original model."""
+    work = tmp_path / "code"
+    shutil.copytree(TASK_DIR / "baseline", work)
+    (work / "unlearn.py").write_text("import arch\nWIDTH = arch.HIDDEN\n"
+                                     "def unlearn(model, fx, fy, rx, ry, params, device):\n"
+                                     "    assert WIDTH == 256, WIDTH\n    return arch.make_model()\n")
+    data, rng = tmp_path / "data", np.random.default_rng(0)
+    data.mkdir()
+    np.savez(data / "original_model.npz", w1=rng.random((100, 256), np.float32), b1=np.zeros(256, np.float32),
+             w2=rng.random((256, 10), np.float32), b2=np.zeros(10, np.float32))
+    for name in ("forget", "retain_subset"):
+        np.savez(data / f"{name}.npz", x=rng.random((4, 100), np.float32), y=np.arange(4))
+    result = run_driver(work, "--phase", "val", "--data", str(data), "--out", str(tmp_path / "out"), "--seed", "0")
+    assert result.returncode == 0, result.stderr[-2000:]
+    with np.load(tmp_path / "out" / "model.npz") as out:
+        assert out["w1"].shape == (100, 256) and out["w2"].shape == (256, 10)
