@@ -106,7 +106,8 @@ def test_a_gpu_variants_cpu_fallback_is_its_code_on_the_base_lite_data(tmp_path:
     fallback = cpu_fallback(spec)
     base = load_task(tmp_path / "toy")
     assert fallback.name == "toy_big-cpu" and fallback.resources == base.resources and fallback.prepare == base.prepare
-    assert fallback.budget == base.budget and fallback.code_overlay == spec.code_overlay
+    assert fallback.budget == base.budget and fallback.checks == base.checks
+    assert fallback.code_overlay == spec.code_overlay
     with pytest.raises(UserError, match="not a variant"):
         cpu_fallback(base)
     with LocalExecutor(LocalExecutorConfig()) as executor:

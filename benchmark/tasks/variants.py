@@ -2,7 +2,7 @@
 
 A variant (`extends:` in its task.yaml, benchmark/tasks/manifest.py) runs its base's code at a larger
 scale and asks for a GPU. Where none is visible, the same code runs at the base's lite scale on the CPU:
-the base's prepare (lite data), resources, budget and metric, with the variant's own baseline files laid
+the base's prepare (lite data), resources, budget, metric and checks, with the variant's own baseline files laid
 over the base's. Its scores belong to the lite scale, so it is a task of its own name (`<variant>-cpu`)
 with no baseline record; `setup.py --check` and the tests use it to exercise the GPU tasks' code path.
 """
@@ -28,4 +28,5 @@ def cpu_fallback(spec: TaskSpec) -> TaskSpec:
                         "so it has no CPU fallback; run it as it is")
     base = load_task(spec.task_dir)
     return replace(spec, name=spec.name + FALLBACK_SUFFIX, prepare=base.prepare, resources=base.resources,
-                   budget=base.budget, metric=base.metric, evaluation=base.evaluation, baseline=None, noise=None)
+                   budget=base.budget, metric=base.metric, evaluation=base.evaluation, checks=base.checks,
+                   baseline=None, noise=None)
