@@ -190,17 +190,18 @@ class LocalExecutor:
         if self._uids is not None and lease is None:
             return _failure(started, "executor was shut down before the job started")
         run_as = RunAs(lease.uid, self._job_gid, tuple(job.groups)) if lease is not None else None
+        gpu_ids: list[int] = []
+        end = _JobEnd()
         try:
             gpu_ids = self._gpus.acquire(job.gpus)
-            end = _JobEnd()
-            try:
-                result = self._run_with_gpus(job, gpu_ids, run_as, end)
-            finally:
-                held = self._release_gpus(gpu_ids, end)
-            return replace(result, gpu_memory_held=True) if held else result
+            result = self._run_with_gpus(job, gpu_ids, run_as, end)
         finally:
-            if lease is not None:
-                lease.release()  # only now: the job's processes are killed and reaped
+            try:
+                if lease is not None:
+                    lease.release()  # only now: the job's processes are killed and reaped, its uid's too
+            finally:
+                held = self._release_gpus(gpu_ids, end)  # and only then its GPUs
+        return replace(result, gpu_memory_held=True) if held else result
 
     def _precheck(self, job: Job) -> str:
         """Reasons a job cannot start, found before anything is spawned."""
