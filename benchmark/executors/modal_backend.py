@@ -63,6 +63,7 @@ PRIVATE_MOUNT = "/__researchbench/private"  # where a job's own ephemeral Volume
 UPLOAD_TAR = "/__researchbench/upload.tar"
 RUN_TAG = "researchbench-run"
 JOB_TAG = "researchbench-job"
+MODAL_WALL_WHY = "Modal reports no CPU time"  # JobResult.limit_why: its jobs' limits are wall-clock
 
 @dataclass
 class ModalExecutorConfig:
@@ -361,9 +362,10 @@ class ModalExecutor:
             return JobResult(None, False, seconds, stdout_truncated, stderr_truncated, error=stopped,
                              violation=violation)
         violation = self._download(sandbox, job)
+        limit = dict(limit_why=MODAL_WALL_WHY)
         if code == -1:  # Modal's exec timeout: wait() returns -1 instead of raising
-            return JobResult(None, True, seconds, stdout_truncated, stderr_truncated, violation=violation)
-        return JobResult(code, False, seconds, stdout_truncated, stderr_truncated, violation=violation)
+            return JobResult(None, True, seconds, stdout_truncated, stderr_truncated, violation=violation, **limit)
+        return JobResult(code, False, seconds, stdout_truncated, stderr_truncated, violation=violation, **limit)
 
     def _watch(self, sandbox: Any, job: Job, proc: Any, stdout_reader: threading.Thread) -> str:
         """Poll disk use until the job ends; the limit it broke, else "".

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from benchmark.common.errors import UserError
 from benchmark.common.paths import task_runtime_dir
@@ -42,7 +42,7 @@ ETC_FILES = (
     "/etc/fonts", "/etc/OpenCL/vendors",
 )
 
-# GPU device nodes a CUDA program opens (bound with device access when a job asks for GPUs).
+# The NVIDIA device nodes of a host (a job is bound only those of its own GPUs: gpu_devices.py).
 NVIDIA_DEVICE_GLOBS = (
     "nvidia[0-9]*",
     "nvidiactl",
@@ -351,28 +351,28 @@ class SandboxLayout:
 def sandbox_layout(
     job: Job,
     *,
-    dev_dir: Path = Path("/dev"),
+    gpu_nodes: Sequence[str] = (),
     tmpfs_bytes: Optional[int] = None,
     run_as: Optional[RunAs] = None,
     relocate: bool = False,
 ) -> SandboxLayout:
-    """The allowlist for one job: system, interpreter, the job's paths, GPUs if it asked for any.
+    """The allowlist for one job: system, interpreter, the job's paths, its GPUs if it asked for any.
 
-    `relocate` puts the job's dirs in their `Job.places`, the writable ones on a tmpfs of
-    `Job.disk_bytes` (job_fs.py); otherwise every path is bound onto itself."""
+    `gpu_nodes`: the device nodes of the job's own GPUs and the shared NVIDIA ones (gpu_devices.py's
+    `GpuDevices.nodes`), bound only when the job asks for GPUs. `relocate` puts the job's dirs in their
+    `Job.places`, the writable ones on a tmpfs of `Job.disk_bytes` (job_fs.py); otherwise every path is
+    bound onto itself."""
     layout = SandboxLayout(network=job.network, tmpfs_bytes=tmpfs_bytes, run_as=run_as, runtime=task_runtime_dir())
     if relocate:
         layout.places, layout.job_fs_bytes = job_places(job), int(job.disk_bytes or 0)
     for path in dict.fromkeys([*SYSTEM_DIRS, *sorted(glob.glob("/lib*")), *ETC_FILES, *python_dirs()]):
         layout._add_readonly(path)
-    if job.gpus > 0:
-        nodes = nvidia_device_nodes(dev_dir)
-        layout.devices = [str(n) for n in nodes]
-        if nodes:
-            # cuInit fails with CUDA_ERROR_OPERATING_SYSTEM when /sys is missing (it reads PCI
-            # topology and driver state there), so GPU jobs see it read-only.
-            for path in ("/sys", *NVIDIA_LIB_DIRS):
-                layout._add_readonly(path)
+    if job.gpus > 0 and gpu_nodes:
+        layout.devices = [str(n) for n in gpu_nodes]
+        # cuInit fails with CUDA_ERROR_OPERATING_SYSTEM when /sys is missing (it reads PCI
+        # topology and driver state there), so GPU jobs see it read-only.
+        for path in ("/sys", *NVIDIA_LIB_DIRS):
+            layout._add_readonly(path)
     layout.masks = [str(p) for p in job.masked if os.path.exists(p)
                     and any(_is_under(str(p), r) or _is_under(os.path.realpath(p), os.path.realpath(r))
                             for r in layout.readonly)]
@@ -384,10 +384,13 @@ def sandbox_layout(
     return layout
 
 
-def job_env(job: Job, gpu_ids: list[int], job_id: str, python_path: Optional[str] = None) -> dict[str, str]:
+def job_env(job: Job, gpu_ids: list[int], job_id: str, python_path: Optional[str] = None,
+            gpu_env: Optional[dict[str, str]] = None) -> dict[str, str]:
     """A minimal environment built from scratch: nothing of the harness's (API keys!) leaks in.
 
-    `python_path`: where the job finds task_runtime (RUNTIME_LIB in a bwrap sandbox); default its host dir."""
+    `python_path`: where the job finds task_runtime (RUNTIME_LIB in a bwrap sandbox); default its host dir.
+    `gpu_env`: CUDA_VISIBLE_DEVICES and friends for `gpu_ids` (the local executor's names them by UUID,
+    `GpuDevices.env`); default the ids themselves, in PCI bus order."""
     exe_dir = os.path.dirname(sys.executable)
     path_dirs = [exe_dir, os.path.dirname(os.path.realpath(sys.executable))]
     path_dirs += ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
@@ -400,9 +403,13 @@ def job_env(job: Job, gpu_ids: list[int], job_id: str, python_path: Optional[str
         "MPLCONFIGDIR": "/tmp",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONPATH": python_path or os.path.dirname(task_runtime_dir()),
-        "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in gpu_ids),
         JOB_ID_ENV: job_id,
     }
+    if gpu_env is None:
+        gpu_env = {"CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in gpu_ids)}
+        if gpu_ids:
+            gpu_env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    env.update(gpu_env)
     for name in THREAD_ENV:
         env[name] = str(job.limits.cpus)
     # OpenMP threads (LightGBM, BLAS) otherwise spin while waiting: on a shared, oversubscribed machine

@@ -57,6 +57,8 @@ class Node:
     clock: str = "wall"  # what the step limit and the compute budget measured: "cpu" or "wall" (budget.py)
     peak_open_files: int | None = None  # most files the job's processes held open at once; None if unmeasured
     wall_limit_s: float | None = None  # the wall-clock limit it ran under (on the CPU clock: the backstop)
+    # the step limit: {"kind": "cpu"|"wall", "seconds", "why"} (+ "backstop_s" on the CPU clock); {} if it did not run
+    time_limit: dict[str, Any] = field(default_factory=dict)
     stdout: str = ""  # blob digests of the captured (capped) streams
     stderr: str = ""
     metrics: dict[str, float] = field(default_factory=dict)

@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from benchmark.common.errors import InfrastructureFailure, UserError
 from benchmark.common.inert_text import install_log_filter
+from benchmark.executors.gpus import slots_problem
 from benchmark.llm.accounting import Usage
 from benchmark.llm.client import LLMClient
 from benchmark.plugins.agent_api import Agent, OpContext, Policy
@@ -123,11 +124,10 @@ class Run:
         if hasattr(executor_cfg, "gpus"):
             if not wanted:  # GPU ids only matter to jobs that want GPUs; without them the slots are CPU slots
                 executor_cfg.gpus = []
-            elif len(executor_cfg.gpus) < k * wanted:
-                raise UserError(
-                    f"parallel={k} runs {k} job(s) of task '{self.spec.name}' at once, each wanting {wanted} GPU(s), "
-                    f"but executor.gpus lists {len(executor_cfg.gpus)}; give executor.gpus={list(range(k * wanted))} "
-                    f"(ids of free GPUs) or lower parallel")
+            problem = slots_problem(executor_cfg.gpus, getattr(executor_cfg, "jobs_per_gpu", 1), k, wanted,
+                                    self.spec.name)
+            if problem:
+                raise UserError(problem)
         executor = self.registry.executors[self.cfg.executor.name].build(executor_cfg)
         bind_run = getattr(executor, "bind_run", None)  # remote backends: the task's image, the run's tag
         if bind_run is not None:

@@ -55,6 +55,7 @@ class Outcome:
     clock: str = "wall"  # what the step limit bound: "cpu" (the job's CPU time) or "wall" (JobResult.clock)
     peak_open_files: int | None = None  # most files the job's processes held at once (JobResult)
     wall_limit_s: float | None = None  # the wall-clock limit the job ran under: its limit or the CPU clock's backstop
+    time_limit: dict[str, object] = field(default_factory=dict)  # the step limit, its clock and why (JobResult.time_limit)
     # wall seconds of each part (materialize, job, collect, evaluate): benchmarks/experiment_overhead.py
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -171,7 +172,8 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
                           stdout=job_output(_read(job.stdout_path)).encode(),
                           stderr=job_output(_read(job.stderr_path)).encode(),
                           cpu_seconds=result.cpu_seconds, clock=result.clock,
-                          peak_open_files=result.peak_open_files, wall_limit_s=result.wall_limit_s or None)
+                          peak_open_files=result.peak_open_files, wall_limit_s=result.wall_limit_s or None,
+                          time_limit=result.time_limit(timeout_s))
         outcome.bug_reason = _job_problem(result, timeout_s, outcome.stderr, prepared.spec.resources.disk_gb)
         outcome.timings = timings
         if not outcome.bug_reason:

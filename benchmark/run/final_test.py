@@ -39,7 +39,8 @@ def final_test(run: Run) -> dict[str, Any]:
         run.display.job_done(key)
         results[label] = {"node": node.id, "primary": outcome.primary, "metrics": outcome.metrics,
                           "error": outcome.bug_reason, "seconds": outcome.seconds, "cpu_seconds": outcome.cpu_seconds,
-                          "clock": outcome.clock, "peak_open_files": outcome.peak_open_files,
+                          "clock": outcome.clock, "time_limit": outcome.time_limit,
+                          "peak_open_files": outcome.peak_open_files,
                           "stdout": run.blobs.put(outcome.stdout), "stderr": run.blobs.put(outcome.stderr)}
     discard_tree(run.run_dir / "scratch")
     return {"kind": "final", "stop_reason": run.stop_reason, "at": now(), **results}

@@ -6,6 +6,7 @@ Each check raises `UserError` with the one line a user sees (exit 2).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
@@ -15,6 +16,9 @@ from benchmark.common.errors import UserError
 from benchmark.llm.credentials import missing_credentials
 from benchmark.plugins.agent_api import AgentSpec
 from benchmark.plugins.manager import Registry
+
+if TYPE_CHECKING:
+    from benchmark.tasks.manifest import TaskSpec
 
 
 def llm_problem(agent_spec: AgentSpec, cfg: DictConfig) -> str:
@@ -43,16 +47,34 @@ def check_values(cfg: DictConfig) -> None:
         raise UserError(problem)
 
 
+def gpu_problem(cfg: DictConfig, spec: TaskSpec) -> str:
+    """Why the task's GPU jobs cannot run on the configured local executor: too few `executor.gpus` for
+    `parallel` jobs (none at all on a machine without GPUs), or ids this machine does not have; else ""."""
+    from benchmark.executors.gpu_devices import GpuDevices
+    from benchmark.executors.gpus import slots_problem
+
+    executor_cfg, wanted = OmegaConf.to_object(cfg.executor), spec.resources.gpus
+    if not wanted or not hasattr(executor_cfg, "gpus"):  # a remote backend (Modal) brings its own GPUs
+        return ""
+    ids = [int(i) for i in executor_cfg.gpus]
+    problem = slots_problem(ids, getattr(executor_cfg, "jobs_per_gpu", 1), int(cfg.parallel), wanted, spec.name)
+    return problem or GpuDevices().machine_problem(ids)
+
+
 def preflight(cfg: DictConfig, registry: Registry, verified: set[str] | None = None) -> None:
-    """Every start-up check of a composed run config: its values, the task, its prepared workspace, the
-    LLM credentials, the executor's own requirements. `verified` holds tasks whose workspace already
+    """Every start-up check of a composed run config: its values, the task, its GPUs, its prepared workspace,
+    the LLM credentials, the executor's own requirements. `verified` holds tasks whose workspace already
     verified (a sweep checksums each task's data once, not once per job)."""
     from benchmark.tasks.manifest import load_task
     from benchmark.tasks.workspace import open_prepared
 
     check_values(cfg)
+    spec = load_task(registry.tasks[cfg.task.name])
+    problem = gpu_problem(cfg, spec)
+    if problem:
+        raise UserError(problem)
     if verified is None or cfg.task.name not in verified:
-        open_prepared(load_task(registry.tasks[cfg.task.name]))
+        open_prepared(spec)
         if verified is not None:
             verified.add(cfg.task.name)
     for problem in (llm_problem(registry.agents[cfg.agent.name], cfg), executor_problem(registry, cfg)):

@@ -155,7 +155,7 @@ class StepRunner:
         node.executed = True
         node.exit_code, node.timed_out, node.seconds = outcome.exit_code, outcome.timed_out, outcome.seconds
         node.cpu_seconds, node.clock, node.peak_open_files = outcome.cpu_seconds, outcome.clock, outcome.peak_open_files
-        node.wall_limit_s = outcome.wall_limit_s
+        node.wall_limit_s, node.time_limit = outcome.wall_limit_s, outcome.time_limit
         node.stdout, node.stderr = self.blobs.put(outcome.stdout), self.blobs.put(outcome.stderr)
         node.metrics, node.primary, node.bug_reason = outcome.metrics, outcome.primary, outcome.bug_reason
         if outcome.note:
