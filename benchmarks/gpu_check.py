@@ -74,12 +74,11 @@ def missing_packages() -> list[str]:
 
 
 def nvidia_smi(query: str) -> list[list[str]]:
-    """Rows of `nvidia-smi --query-gpu=<query>`; [] without the tool."""
-    if shutil.which("nvidia-smi") is None:
-        return []
-    out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
-                         capture_output=True, text=True, timeout=60)
-    return [[v.strip() for v in line.split(",")] for line in out.stdout.splitlines() if line.strip()]
+    """Rows of `nvidia-smi --query-gpu=<query>`; [] without a working nvidia-smi."""
+    from benchmark.executors.gpu_devices import run_smi
+
+    smi = shutil.which("nvidia-smi")
+    return (run_smi(smi, f"--query-gpu={query}") or []) if smi else []
 
 
 def executor(gpu: bool, slots: int):
@@ -97,7 +96,7 @@ def device_row(gpu: bool) -> Row:
     if not gpu:
         return Row("device", f"no GPU (--cpu); {build}", 0.0)
     rows = nvidia_smi("index,name,memory.total,driver_version")
-    gpus = "; ".join(f"GPU {i}: {name}, {int(float(mib)) // 1024} GiB, driver {driver}" for i, name, mib, driver in rows)
+    gpus = "; ".join(f"GPU {i}: {name}, {memory}, driver {driver}" for i, name, memory, driver in rows)
     return Row("device", f"{gpus}; {build}", 0.0, ok=bool(rows) and torch.cuda.is_available())
 
 

@@ -352,15 +352,9 @@ def test_a_step_records_its_time_limit_and_why(toy, tmp_path: Path, monkeypatch:
 
 
 def _gpu_task(tmp_path: Path) -> dict[str, str]:
-    """A copy of the toy task that needs one GPU (never prepared: the GPU check comes first)."""
-    from conftest import FIXTURES
-
-    task = tmp_path / "tasks" / "toy_gpu"
-    shutil.copytree(FIXTURES / "tasks" / "toy", task)
-    text = (task / "task.yaml").read_text().replace("name: toy", "name: toy_gpu").replace("gpus: 0", "gpus: 1")
-    (task / "task.yaml").write_text(text)
-    return {"RESEARCHBENCH_TASKS_PATH": os.pathsep.join([str(FIXTURES / "tasks"), str(tmp_path / "tasks")]),
-            "RESEARCHBENCH_WORKSPACE": str(tmp_path / "workspace")}
+    """tests/fixtures/tasks/toy_gpu, the toy task as a variant needing one GPU (never prepared: the GPU check
+    comes first)."""
+    return {"RESEARCHBENCH_WORKSPACE": str(tmp_path / "workspace")}
 
 
 @pytest.mark.parametrize("args, smi_uuids, fragments", [

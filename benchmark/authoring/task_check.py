@@ -477,13 +477,16 @@ def probe_val_phase(prepared: PreparedTask, executor: Executor, scratch: Path, s
 
 
 def visible_gpu_ids() -> list[int]:
-    """GPU ids from CUDA_VISIBLE_DEVICES when set, else one per NVIDIA device node of this host."""
-    from benchmark.executors.sandbox import nvidia_device_nodes
+    """nvidia-smi's ids of the GPUs CUDA_VISIBLE_DEVICES names (by index or UUID) when it is set, else one per
+    NVIDIA device node of this host."""
+    from benchmark.executors.gpu_devices import GpuDevices, nvidia_gpu_nodes
 
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [int(v) for v in env.split(",") if v.strip().isdigit()]
-    return list(range(sum(1 for n in nvidia_device_nodes() if n.name[len("nvidia"):].isdigit())))
+    if env is None:
+        return list(range(len(nvidia_gpu_nodes())))
+    names = [v.strip() for v in env.split(",") if v.strip()]
+    by_uuid = {uuid: i for i, uuid in (GpuDevices().uuids() or {}).items()} if any(not v.isdigit() for v in names) else {}
+    return [int(v) if v.isdigit() else by_uuid[v] for v in names if v.isdigit() or v in by_uuid]
 
 
 def default_executor(spec_dir: Path | None = None) -> Executor:
