@@ -179,6 +179,11 @@ class JobCgroup:
             os.write(fd, b"0")
 
     @property
+    def limits_memory(self) -> bool:
+        """Whether a memory limit bounds the job (a v1 host may lack the memory hierarchy)."""
+        return any((d / name).is_file() for d in self.dirs for name in ("memory.limit_in_bytes", "memory.max"))
+
+    @property
     def limits_pids(self) -> bool:
         """Whether pids.max bounds the job (a v1 host may lack the pids hierarchy, or not let us write it)."""
         return any((d / "pids.max").is_file() for d in self.dirs)

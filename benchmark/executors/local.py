@@ -46,6 +46,7 @@ from benchmark.executors.cpu_time import ProcessTreeCpu
 from benchmark.executors.gpu_devices import GpuDevices
 from benchmark.executors.gpus import GpuPool
 from benchmark.executors.held_files import HeldFiles
+from benchmark.executors.resident_memory import guard_for
 from benchmark.executors.job_pids import SeenPids
 from benchmark.executors.job_uids import JOB_USER, MAX_UID, JobUids
 from benchmark.executors.kill_loop import kill_until_gone
@@ -376,6 +377,8 @@ class LocalExecutor:
         if end is not None:
             end.seen = seen
         held = HeldFiles(seen)
+        memory = guard_for(bool(job.gpus), cgroup is not None and cgroup.limits_memory, seen,
+                           int(job.limits.memory_gb * _GIB))
         outcome, violation = "exited", ""
         try:
             while not _has_exited(proc.pid):
@@ -390,7 +393,7 @@ class LocalExecutor:
                 if remaining <= 0:
                     outcome = "timeout"
                     break
-                violation = disk.check()
+                violation = disk.check() or (memory.check() if memory is not None else "")
                 if violation:
                     outcome = "violation"
                     break
