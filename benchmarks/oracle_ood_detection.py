@@ -1,6 +1,9 @@
 """ood_detection's 1.0: the likelihood ratio of the task's own generator, the Bayes-optimal detector.
 
-    python benchmarks/oracle_ood_detection.py
+    python benchmarks/oracle_ood_detection.py [--scale lite|gpu]
+
+`--scale gpu` measures the ood_detection_gpu variant's 1.0 on its workspace (prepare.py --scale gpu: the same
+generator and world, more training glyphs, 5000 images per evaluation phase instead of 1000).
 
 The generator (ml_tasks/ood_detection/prepare.py) is known and finite: a glyph is a set of strokes (segments
 of a 3x3 lattice); each training class draws its core segments and each of its optional ones with its own
@@ -16,7 +19,8 @@ classes, mechanisms and mixture, and scores log p(x | OOD, phase) - log p(x | in
 looks up a hidden image: every score is a function of the image and the generator's parameters only.
 
 Also reported (not the 1.0): the in-distribution likelihood alone, -log p(x | in distribution) (the true
-in-distribution generator, no knowledge of the OOD mechanisms). About 2 CPU-minutes.
+in-distribution generator, no knowledge of the OOD mechanisms). About 2 CPU-minutes (lite); the time grows with
+the evaluation sets, so about 5 times that at gpu scale.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ import pandas as pd
 
 from oracle_common import BestOnVal, evaluate, prepared
 from task_runtime.digits import PIXELS
+
+
+TASKS = {"lite": "ood_detection", "gpu": "ood_detection_gpu"}  # the gpu variant runs the base's prepare.py
 
 
 def generator(task):
@@ -48,10 +55,18 @@ def likelihood_ratio(gen, draws, phase: str, x: np.ndarray, log_id: np.ndarray) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    task = prepared("ood_detection")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", choices=sorted(TASKS), default="lite",
+                        help="lite: the ood_detection task; gpu: its ood_detection_gpu variant")
+    args = parser.parse_args(argv)
+    measure(prepared(TASKS[args.scale]), args.scale)
+    return 0
+
+
+def measure(task, scale: str) -> None:
+    """Score both candidates on the prepared `task` (prepared at `scale`) and print the oracle's line."""
     gen = generator(task)
-    draws = gen.generate()  # prepare.py's draws, replayed
+    draws = gen.generate(scale)  # prepare.py's draws, replayed
     train = pd.read_csv(task.public_dir / "train.csv")
     inputs = {"val": pd.read_csv(task.public_dir / "val_inputs.csv"),
               "test": pd.read_csv(task.test_inputs_dir / "test_inputs.csv")}
@@ -80,7 +95,6 @@ def main(argv: list[str] | None = None) -> int:
     for name, scores in candidates.items():
         picker.add(name, scored(scores))
     picker.conclude()
-    return 0
 
 
 if __name__ == "__main__":

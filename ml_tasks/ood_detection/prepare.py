@@ -4,7 +4,11 @@ in hidden proportions that differ between validation and the hidden test.
 
 Run by `benchmark.tasks.workspace.prepare` (never by agent code):
 
-    python prepare.py --out <workspace/ood_detection>
+    python prepare.py --out <workspace/ood_detection> [--scale lite|gpu]
+
+`--scale` picks the sizes in `SCALES` (default lite, the CPU task): gpu draws 50 times more training glyphs
+and 5 times larger evaluation sets from the same generator and the same world (the classes, each phase's novel
+classes), for the ood_detection_gpu variant.
 
 Everything comes from fixed seeds and numpy, so two runs write the same bytes. Layout:
 
@@ -41,6 +45,8 @@ Bayes-optimal detector at every threshold, and benchmarks/oracle_ood_detection.p
 
 from __future__ import annotations
 
+import argparse
+import functools
 import itertools
 import sys
 from pathlib import Path
@@ -70,8 +76,10 @@ BRIGHTNESS = (8.0, 16.0)  # a glyph's peak level, uniform in this range
 NOISE = 2.0  # sd of the pixel noise, levels
 MECHANISMS = ("novel", "swap", "drop", "add")
 MIX_CONCENTRATION = 4.0
-N_TRAIN_PER_CLASS = 60
-N_EVAL = {"id": 500, "ood": 500}  # per evaluation phase
+# The only constants that differ between scales: training glyphs per class, and in-distribution and OOD images
+# per evaluation phase. The world is drawn before anything they size, so every scale has the same classes.
+SCALES = {"lite": {"train_per_class": 60, "eval": {"id": 500, "ood": 500}},
+          "gpu": {"train_per_class": 3000, "eval": {"id": 2500, "ood": 2500}}}
 
 
 def neighbours(segments) -> list[int]:
@@ -231,22 +239,24 @@ def log_likelihood(x: np.ndarray, means: np.ndarray, logp: np.ndarray, chunk: in
     return out
 
 
-def generate() -> dict:
-    """Every draw, in a fixed order: the world, the training glyphs, each phase's mixture and glyphs."""
+def generate(scale: str = "lite") -> dict:
+    """Every draw, in a fixed order: the world, the training glyphs, each phase's mixture and glyphs, at the sizes
+    of `SCALES[scale]`."""
+    n_train, n_eval = SCALES[scale]["train_per_class"], SCALES[scale]["eval"]
     rng = np.random.default_rng(SEED)
     classes, novel = draw_world(rng)
-    x_train = np.concatenate([sample(class_sets([c]), N_TRAIN_PER_CLASS, rng) for c in classes])
-    y_train = np.repeat(np.arange(N_CLASSES), N_TRAIN_PER_CLASS)
+    x_train = np.concatenate([sample(class_sets([c]), n_train, rng) for c in classes])
+    y_train = np.repeat(np.arange(N_CLASSES), n_train)
     phases = {}
     for phase in ("val", "test"):
         mechanisms = ood_sets(classes, novel[phase])
         mix = rng.dirichlet(np.full(len(MECHANISMS), MIX_CONCENTRATION))
-        counts = rng.multinomial(N_EVAL["ood"], mix)
-        xs = [sample(class_sets(classes), N_EVAL["id"], rng)] + [sample(mechanisms[m], c, rng)
+        counts = rng.multinomial(n_eval["ood"], mix)
+        xs = [sample(class_sets(classes), n_eval["id"], rng)] + [sample(mechanisms[m], c, rng)
                                                                   for m, c in zip(MECHANISMS, counts)]
         kind = np.repeat(["id"] + ["novel" if m == "novel" else "altered" for m in MECHANISMS],
-                         [N_EVAL["id"], *counts])
-        mechanism = np.repeat(["id", *MECHANISMS], [N_EVAL["id"], *counts])
+                         [n_eval["id"], *counts])
+        mechanism = np.repeat(["id", *MECHANISMS], [n_eval["id"], *counts])
         phases[phase] = {"x": np.concatenate(xs), "kind": kind, "mechanism": mechanism, "mix": mix,
                          "mechanisms": mechanisms}
     total = len(x_train) + sum(len(p["x"]) for p in phases.values())
@@ -256,8 +266,8 @@ def generate() -> dict:
                for i, (phase, p) in enumerate(phases.items())}}
 
 
-def build(out: Path) -> None:
-    draws = generate()
+def build(out: Path, scale: str = "lite") -> None:
+    draws = generate(scale)
     train = pd.DataFrame(draws["train"]["x"], columns=PIXELS)
     train.insert(0, "id", draws["train"]["id"])
     train["label"] = draws["train"]["y"]
@@ -273,7 +283,11 @@ def build(out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return prepare_main(build, __doc__.splitlines()[0], argv)
+    """`prepare_main`'s command line (`--out`) plus `--scale`."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--scale", choices=sorted(SCALES), default="lite", help="the sizes in SCALES (default lite)")
+    args, rest = parser.parse_known_args(argv)
+    return prepare_main(functools.partial(build, scale=args.scale), __doc__.splitlines()[0], rest)
 
 
 if __name__ == "__main__":

@@ -53,6 +53,35 @@ def test_prepared_data_holds_what_the_description_says(prepared: ws.PreparedTask
     assert not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
 
 
+def test_lite_is_the_default_scale_and_writes_the_prepared_bytes(prepared: ws.PreparedTask, spec: TaskSpec,
+                                                                  tmp_path: Path) -> None:
+    """`--scale lite` is what the manifest's prepare command (no --scale) wrote: the lite task did not move."""
+    prep = _prepare_module(spec)
+    assert prep.main(["--out", str(tmp_path), "--scale", "lite"]) == 0
+    written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert written and all((tmp_path / rel).read_bytes() == (prepared.root / rel).read_bytes() for rel in written)
+
+
+def test_the_gpu_scale_writes_its_larger_sizes_from_the_same_world(spec: TaskSpec, draws, tmp_path: Path) -> None:
+    """`prepare.py --scale gpu` (the ood_detection_gpu variant, its description's sizes): 3000 training glyphs per
+    class, 2500 + 2500 images per evaluation phase, the same classes and novel classes as lite."""
+    prep, lite = draws
+    sizes = prep.SCALES["gpu"]
+    assert sizes == {"train_per_class": 3000, "eval": {"id": 2500, "ood": 2500}}
+    assert prep.main(["--out", str(tmp_path), "--scale", "gpu"]) == 0
+    train = pd.read_csv(tmp_path / "public" / "train.csv")
+    assert train["label"].value_counts().sort_index().to_dict() == {c: 3000 for c in range(5)}
+    ids = [set(train["id"])]
+    for phase, inputs in (("val", "public/val_inputs.csv"), ("test", "test_inputs/test_inputs.csv")):
+        frame, key = pd.read_csv(tmp_path / inputs), pd.read_csv(tmp_path / "labels" / f"{phase}.csv")
+        assert len(frame) == len(key) == 5000 and key["ood"].sum() == 2500 and set(frame["id"]) == set(key["id"])
+        assert set(key["kind"]) == {"id", "novel", "altered"}
+        ids.append(set(frame["id"]))
+    assert not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
+    gpu = prep.generate("gpu")
+    assert gpu["classes"] == lite["classes"] and gpu["novel"] == lite["novel"]
+
+
 def test_the_generator_replays_the_prepared_files(prepared: ws.PreparedTask, draws) -> None:
     """The oracle (benchmarks/oracle_ood_detection.py) rests on prepare.generate() giving the written draws."""
     _, d = draws
