@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Collection, Iterable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -43,14 +43,23 @@ def write_tables(out: Path, tables: dict[str, pd.DataFrame]) -> None:
         table.sort_values("id").to_csv(path, index=False, lineterminator="\n")
 
 
-def prepare_main(build: Callable[[Path], None], description: str, argv: Optional[Sequence[str]] = None) -> int:
+def prepare_main(build: Callable[..., None], description: str, argv: Optional[Sequence[str]] = None,
+                 scales: Optional[Collection[str]] = None) -> int:
     """The command line every prepare.py shares, `python prepare.py --out <workspace/task>`: makes the
-    folder and calls `build(out)`, which writes the task's public/, test_inputs/ and labels/ under it."""
+    folder and calls `build(out)`, which writes the task's public/, test_inputs/ and labels/ under it.
+    A task with `scales` (the names of its sizes: "lite", and "gpu" for its GPU-scale variant) also takes
+    `--scale NAME` (default lite) and is called `build(out, scale)`."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", type=Path, required=True, help="the task's workspace folder")
+    if scales:
+        parser.add_argument("--scale", choices=list(scales), default="lite",
+                            help="the data's size: lite (the CPU task, default) or a larger one")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    build(args.out)
+    if scales:
+        build(args.out, args.scale)
+    else:
+        build(args.out)
     return 0
 
 

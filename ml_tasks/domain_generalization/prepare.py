@@ -39,7 +39,6 @@ Version 3.0.0 added the canvas offsets and the brightness feature (version 2: on
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -148,10 +147,7 @@ def build(out: Path, scale: str = "lite") -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--scale", choices=sorted(SCALES), default="lite")
-    args, rest = parser.parse_known_args(argv)
-    return prepare_main(lambda out: build(out, args.scale), __doc__.splitlines()[0] + " (--scale lite|gpu)", rest)
+    return prepare_main(build, __doc__.splitlines()[0], argv, scales=SCALES)
 
 
 if __name__ == "__main__":

@@ -45,8 +45,6 @@ Bayes-optimal detector at every threshold, and benchmarks/oracle_ood_detection.p
 
 from __future__ import annotations
 
-import argparse
-import functools
 import itertools
 import sys
 from pathlib import Path
@@ -283,11 +281,7 @@ def build(out: Path, scale: str = "lite") -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`prepare_main`'s command line (`--out`) plus `--scale`."""
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--scale", choices=sorted(SCALES), default="lite", help="the sizes in SCALES (default lite)")
-    args, rest = parser.parse_known_args(argv)
-    return prepare_main(functools.partial(build, scale=args.scale), __doc__.splitlines()[0], rest)
+    return prepare_main(build, __doc__.splitlines()[0], argv, scales=SCALES)
 
 
 if __name__ == "__main__":

@@ -63,7 +63,6 @@ from pathlib import Path
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"  # one BLAS thread: the same sums in the same order, so the same model bytes
 
-import argparse  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -250,10 +249,7 @@ def build(out: Path, scale: str = "lite") -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--scale", choices=tuple(SCALES), default="lite")
-    known, rest = parser.parse_known_args(argv)
-    return prepare_main(lambda out: build(out, known.scale), __doc__.splitlines()[0], rest)
+    return prepare_main(build, __doc__.splitlines()[0], argv, scales=SCALES)
 
 
 if __name__ == "__main__":
