@@ -164,7 +164,7 @@ def task_row(spec, gpu: bool, tmp: Path) -> Row:
                    time.perf_counter() - started, ok=False)
     said = outcome.stdout.decode(errors="replace").strip().splitlines()
     return Row(spec.name, f"prepared in {prepared_s:.0f} s; baseline val {spec.metric.name} {outcome.primary:.4f} in "
-                          f"{outcome.seconds:.1f} s wall ({outcome.clock} limit {outcome.wall_limit_s or 0:.0f} s); "
+                          f"{outcome.seconds:.1f} s wall (limit {spec.budget.step_timeout_s:g} s of {outcome.clock} time); "
                           f"driver: {said[-1][:120] if said else '(silent)'}", time.perf_counter() - started)
 
 
