@@ -95,7 +95,7 @@ def test_every_built_in_task_states_its_noise_measured_on_its_current_version(na
 def test_the_prompt_fact_states_sizes_unit_and_spread(tmp_path: Path) -> None:
     fact = noise_fact(load_task(write_task(tmp_path, with_noise())).noise, "accuracy")
     # both sizes with their unit, the metric, the val sd, twice it, how it was measured
-    for part in ("359 images", "360 images", "accuracy", "±0.012", "0.025", "seeds 0-2"):
+    for part in ("359 images", "360 images", "accuracy", "±0.012", "0.025", "seeds 0-2", "spread is the baseline's"):
         assert part in fact, (part, fact)
     assert "0.024" not in fact  # the test sd: a statistic of hidden-test predictions
     assert "180" not in fact  # strata of label columns are counts of hidden labels: not told

@@ -124,7 +124,8 @@ def noise_fact(noise: Noise | None, metric: str) -> str:
     return (f"Noise: validation set {size(val)}, hidden test set {size(test)}. The baseline's validation {metric} "
             f"varies by about ±{sd_text(val.sd)} (1 sd; {', '.join(kinds)}): validation scores less than about "
             f"{sd_text(2 * val.sd)} apart (2 sd) are within noise, and the best of many validation scores tends to "
-            f"overstate its test score.")
+            f"overstate its test score. That spread is the baseline's: a solution that scores differently has its "
+            f"own, which can be much smaller or larger.")
 
 
 # -- reading the block ---------------------------------------------------------------------------------------
