@@ -110,3 +110,18 @@ def test_data_preview_describes_tables_arrays_and_json_and_is_cached(tmp_path) -
     os.utime(tmp_path / "train.csv")
     assert "1 rows x 1 columns" in data_preview.preview(tmp_path)  # a changed file rebuilds it
     assert data_preview.preview(None) == "" and data_preview.preview(tmp_path / "missing") == ""
+
+
+def test_data_preview_shows_numbered_pixel_columns_as_one_image(tmp_path) -> None:
+    """64 columns p0..p63 are one entry and the first row is drawn as its 8x8 grid, not one long row."""
+    pixels = np.arange(2 * 64, dtype=float).reshape(2, 64)
+    frame = pd.DataFrame(pixels, columns=[f"p{i}" for i in range(64)])
+    frame.insert(0, "id", [7, 9])
+    frame["label"] = [3, 4]
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    text = data_preview.preview(tmp_path)
+    assert "p0..p63 (64 columns, a 8x8 image, row by row; float64, 0..127)" in text
+    assert "id (int64, 7..9)" in text and "label (int64, 3..4)" in text
+    grid = text.split("as the 8x8 image:\n", 1)[1].splitlines()[:8]
+    assert [float(v) for v in grid[1].split()] == list(range(8, 16))  # the first row's second image row
+    assert "p5 " not in text  # no column of the group listed one by one

@@ -8,6 +8,8 @@ by every public file's path, size and mtime, so a run builds it once and a chang
 from __future__ import annotations
 
 import json
+import math
+import re
 import threading
 from pathlib import Path
 
@@ -15,6 +17,7 @@ MAX_FILES = 20  # files described in full; the rest are listed by name and size
 ROWS = 3  # sample rows per table
 MAX_COLUMNS_SHOWN = 40  # in the dtype list; wider tables are summarised
 MAX_CHARS_PER_FILE = 2500
+MIN_GROUP = 36  # numbered columns (p0, p1, ...) at least this many are one group (an image): fewer stay columns
 
 _cache: dict[tuple, str] = {}
 _cache_lock = threading.Lock()
@@ -94,6 +97,9 @@ def _table(path: Path, suffix: str) -> str:
     else:
         frame = pd.read_csv(path, sep="\t" if "tsv" in suffix else ",")
     lines = [f"{frame.shape[0]} rows x {frame.shape[1]} columns"]
+    groups = _numbered_groups([str(c) for c in frame.columns])
+    if groups:  # pixels or features as one entry each, and the first row's image as a grid
+        return "\n".join(lines + _grouped(frame, groups))
     columns = []
     for name in frame.columns[:MAX_COLUMNS_SHOWN]:
         column = frame[name]
@@ -110,6 +116,49 @@ def _table(path: Path, suffix: str) -> str:
     with pd.option_context("display.width", 10_000, "display.max_columns", MAX_COLUMNS_SHOWN):
         lines.append(f"first {ROWS} rows:\n{frame.head(ROWS).to_string(index=False)}")
     return "\n".join(lines)
+
+
+def _numbered_groups(names: list[str]) -> dict[str, list[str]]:
+    """Runs of columns named <prefix>0, <prefix>1, ... (at least MIN_GROUP), by prefix."""
+    found: dict[str, list[str]] = {}
+    for name in names:
+        match = re.fullmatch(r"(.*?\D)(\d+)", name)
+        if match and int(match.group(2)) == len(found.get(match.group(1), [])):
+            found.setdefault(match.group(1), []).append(name)
+    return {prefix: cols for prefix, cols in found.items() if len(cols) >= MIN_GROUP}
+
+
+def _grouped(frame, groups: dict[str, list[str]]) -> list[str]:
+    grouped = {name for cols in groups.values() for name in cols}
+    entries = []
+    for name in frame.columns:
+        if name in grouped and name not in (cols[0] for cols in groups.values()):
+            continue
+        cols = next((c for c in groups.values() if c[0] == name), None)
+        column = frame[cols] if cols else frame[name]
+        if cols:
+            side = math.isqrt(len(cols))
+            shape = f", a {side}x{side} image, row by row" if side * side == len(cols) else ""
+            values = column.to_numpy()
+            entries.append(f"{cols[0]}..{cols[-1]} ({len(cols)} columns{shape}; {values.dtype}, "
+                           f"{values.min():.4g}..{values.max():.4g})")
+        else:
+            kind = f", {column.min():.4g}..{column.max():.4g}" if column.dtype.kind in "if" and column.notna().any() else ""
+            entries.append(f"{name} ({column.dtype}{kind})")
+    lines = ["columns: " + "; ".join(entries)]
+    others = [c for c in frame.columns if c not in grouped]
+    if others:
+        lines.append(f"first {ROWS} rows of the other columns:\n{frame[others].head(ROWS).to_string(index=False)}")
+    for prefix, cols in groups.items():
+        side = math.isqrt(len(cols))
+        row = frame[cols].iloc[0].to_numpy()
+        if side * side == len(cols) and side <= 32:
+            grid = "\n".join(" ".join(f"{v:5.3g}" for v in row[r * side:(r + 1) * side]) for r in range(side))
+            lines.append(f"first row's {cols[0]}..{cols[-1]} as the {side}x{side} image:\n{grid}")
+        else:
+            lines.append(f"first row's {cols[0]}..{cols[-1]}: " + " ".join(f"{v:.3g}" for v in row[:24])
+                         + (" ..." if len(cols) > 24 else ""))
+    return lines
 
 
 def _numpy(path: Path) -> str:
