@@ -113,7 +113,7 @@ def probe_job(scratch: Path, gpus: int):
 def isolation_row(tmp: Path) -> Row:
     """Two GPU jobs at once on two slots of GPU 0, and a job without GPUs, each reporting what it sees."""
     started = time.perf_counter()
-    expected = [row[0] for row in nvidia_smi("uuid")][:1]
+    expected = [row[1] for row in nvidia_smi("index,uuid") if row[0] == "0"]
     jobs = [probe_job(tmp / f"iso-{i}", gpus) for i, gpus in enumerate((1, 1, 0))]
     with executor(True, 2) as ex:
         futures = [ex.submit(job) for job in jobs]
@@ -125,7 +125,8 @@ def isolation_row(tmp: Path) -> Row:
                        time.perf_counter() - started, ok=False)
         seen.append(json.loads(job.stdout_path.read_text().strip().splitlines()[-1]))
     gpu_jobs, cpu_job = seen[:2], seen[2]
-    ok = all(s["uuids"] == expected for s in gpu_jobs) and cpu_job["count"] == 0 and not cpu_job["nodes"]
+    ok = (len(expected) == 1 and all(s["count"] == 1 and s["uuids"] == expected for s in gpu_jobs)
+          and cpu_job["count"] == 0 and not cpu_job["nodes"])
     detail = (f"2 slots on GPU 0, two jobs at once: they saw {[s['uuids'] for s in gpu_jobs]} (nvidia-smi's GPU 0: "
               f"{expected}), device nodes {gpu_jobs[0]['nodes']}; the job without GPUs saw {cpu_job['count']} "
               f"device(s), nodes {cpu_job['nodes']}")
@@ -230,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
               f"pip install --no-index --find-links DIR ...)", file=sys.stderr)
         return 2
     gpu = not args.cpu
-    if gpu and not nvidia_smi("index"):
+    if gpu and not nvidia_smi("index,uuid"):
         print("error: no GPU here (nvidia-smi lists none); run on a GPU machine, or with --cpu to test the script",
               file=sys.stderr)
         return 2

@@ -51,3 +51,18 @@ def test_a_missing_package_is_named(monkeypatch: pytest.MonkeyPatch, capsys: pyt
     monkeypatch.setitem(gpu_check.GPU_CHECK_PACKAGES, "no_such_module_here", "no-such-package")
     assert gpu_check.main(["--cpu"]) == 2
     assert "gpu_check needs no-such-package" in capsys.readouterr().err
+
+
+def test_isolation_fails_when_the_jobs_do_not_see_the_gpu(tmp_path: Path) -> None:
+    """nvidia-smi (faked) lists a GPU, but the sandboxed jobs see none (this machine's torch has no CUDA):
+    the isolation row must fail, naming the GPU it expected, and the script must exit non-zero."""
+    from tests.fake_gpus import fake_smi
+
+    uuid = "GPU-11111111-2222-3333-4444-555555555555"
+    smi = fake_smi(tmp_path, [uuid])
+    done = _run("--skip", "tasks", "agent", "sharing", "--json", str(tmp_path / "rows.json"),
+                env={"PATH": f"{smi.parent}{os.pathsep}{os.environ['PATH']}"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    rows = {row["check"]: row for row in json.loads((tmp_path / "rows.json").read_text())}
+    assert not rows["isolation"]["ok"] and uuid in rows["isolation"]["result"]
+    assert "they saw [[], []]" in rows["isolation"]["result"]
