@@ -102,6 +102,12 @@ def test_the_prompt_fact_states_sizes_unit_and_spread(tmp_path: Path) -> None:
     npz = load_task(write_task(tmp_path / "npz", with_noise(lambda n: n.update(units={"labels": ["eval_{phase}.npz"]}))))
     assert "359 images (a: 180; b: 179)" in noise_fact(npz.noise, "accuracy")  # an .npz file's parts: its make-up
     assert noise_fact(None, "accuracy") == ""
+    # a baseline that scores the same on every half and seed (adversarial_robustness's 0) gives no scale:
+    # the sentence says so instead of calling differences below "0 apart" noise
+    flat = load_task(write_task(tmp_path / "flat", with_noise(lambda n: [n[p].update(sampling_sd=0.0, seed_sd=0.0)
+                                                                         for p in ("val", "test")])))
+    flat_fact = noise_fact(flat.noise, "robust_accuracy")
+    assert "did not vary" in flat_fact and "within noise" not in flat_fact and "359 images" in flat_fact
     assert [sd_text(v) for v in (0.0, 0.01234, 1.26, 123.4)] == ["0", "0.012", "1.3", "123"]  # never an exponent
 
 

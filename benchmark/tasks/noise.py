@@ -118,10 +118,15 @@ def noise_fact(noise: Noise | None, metric: str) -> str:
         shown = not noise.units.strata and 1 < len(p.parts) <= 4
         return f"{p.size} {noise.unit}" + (f" ({'; '.join(f'{k}: {v}' for k, v in p.parts.items())})" if shown else "")
 
+    sets = f"Noise: validation set {size(val)}, hidden test set {size(test)}."
+    if not val.sd:  # a baseline that scores the same on every half and seed (e.g. 0) gives no scale
+        return (f"{sets} The baseline's validation {metric} did not vary at all (the same over seeds and "
+                f"half-samples of the {noise.unit}), so it gives no scale of the noise: a solution that scores "
+                f"otherwise varies by seed and sample, so compare close validation scores with care.")
     kinds = [f"half-samples of the {noise.unit} ±{sd_text(val.sampling_sd)}"] if val.sampling_sd is not None else []
     if val.seed_sd is not None and noise.measured is not None:
         kinds.append(f"seeds {_seed_range(noise.measured.seeds)} ±{sd_text(val.seed_sd)}")
-    return (f"Noise: validation set {size(val)}, hidden test set {size(test)}. The baseline's validation {metric} "
+    return (f"{sets} The baseline's validation {metric} "
             f"varies by about ±{sd_text(val.sd)} (1 sd; {', '.join(kinds)}): validation scores less than about "
             f"{sd_text(2 * val.sd)} apart (2 sd) are within noise, and the best of many validation scores tends to "
             f"overstate its test score. That spread is the baseline's: a solution that scores differently has its "
