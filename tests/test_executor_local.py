@@ -157,6 +157,8 @@ def test_cgroup_memory_limit_spans_processes(tmp_path: Path) -> None:
     with LocalExecutor(LocalExecutorConfig(sandbox="none")) as ex:
         result, out, err = run(ex, job)
     assert "killed" in out, (result, out, err)
+    # what killed it is said: a bare SIGKILL tells an agent nothing
+    assert "for going over the job's memory limit of 1 GB" in result.violation, result
 
 
 @needs_cgroups

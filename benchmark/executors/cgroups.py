@@ -201,6 +201,21 @@ class JobCgroup:
         except (OSError, ValueError, StopIteration, IndexError):
             return None
 
+    def oom_kills(self) -> Optional[int]:
+        """Processes the kernel killed for going over the memory limit (v1 memory.oom_control's oom_kill,
+        v2 memory.events'); None where this kernel does not count them."""
+        for d in self.dirs:
+            for name in ("memory.events", "memory.oom_control"):
+                try:
+                    text = (d / name).read_text()
+                except OSError:
+                    continue
+                for line in text.splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill" and value.strip().isdigit():
+                        return int(value)
+        return None
+
     def pids(self) -> set[int]:
         found: set[int] = set()
         for d in self.dirs:

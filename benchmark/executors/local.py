@@ -402,6 +402,7 @@ class LocalExecutor:
             # The main process is dead or about to be; nothing it started may outlive it.
             seen()
             _kill_tree(proc.pid, cgroup, job_id)
+            oom_kills = cgroup.oom_kills() if cgroup is not None else None
             cpu_seconds = round(cpu.seconds(final=True), 3)  # before the reap: the main process's stat is still there
             proc.wait()
             pipes.drain(_DRAIN_S)
@@ -416,6 +417,9 @@ class LocalExecutor:
         if copy_back is not None:
             violation = violation or over_limit(copy_back.header, job.disk_bytes or 0) or copy_back.violation
         violation = violation or disk.check(final=True)  # what it wrote in its last moments counts too
+        if oom_kills and not violation:  # a SIGKILL alone tells the agent nothing: say what killed it
+            violation = (f"the kernel killed {oom_kills} of its processes for going over the job's memory "
+                         f"limit of {job.limits.memory_gb:g} GB")
         code: Optional[int] = proc.returncode
         if self._bwrap:
             code = _unwrap_bwrap_status(code)
