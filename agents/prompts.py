@@ -41,14 +41,15 @@ ANALYZE_SYSTEM = (
 JOBS = {
     "draft": (
         "Propose a new approach to this task and implement it as an edit of the baseline shown above. It must "
-        "be a real alternative: different from the baseline's method and from every other draft listed above. "
-        "Keep this first version simple and robust, so it runs well inside the time limit."
+        "be a real alternative: a different method from the baseline's and from every other draft listed above "
+        "(a part that any method needs, such as how predictions are turned into the required output, may be "
+        "reused). Keep this first version simple and robust, so it runs well inside the time limit."
     ),
     "improve": (
         "Propose ONE concrete change to the solution above that you expect to improve {metric}, and implement "
         "it: one idea, with whatever settings must move with it to make it work (coupled settings count as one "
-        "change). Do not repeat an idea that was already tried (see the attempts above and those already tried "
-        "from this solution); build on what the results suggest."
+        "change). Do not repeat an idea that was already tried from this solution (listed above); an idea that "
+        "helped on another attempt is worth bringing into this one. Build on what the results suggest."
     ),
     "debug": (
         "The solution above failed ({reason}). Find the cause in its output and fix it. Keep the solution's "

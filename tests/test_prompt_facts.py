@@ -330,3 +330,14 @@ def test_the_job_says_how_much_of_a_runs_output_comes_back(tmp_path) -> None:
         parent = tree.store.get("0000")
         job = _section(_user(operators.build_messages(ctx, role, [parent], cfg)), "Your job")
         assert "2500 characters per stream" in job and "500 once it is an earlier attempt" in job, role
+
+
+def test_the_improve_job_forbids_repeats_from_this_solution_only_and_invites_combining() -> None:
+    """mcts and evolutionary answerers read "do not repeat an idea already tried" as forbidding a change that
+    helped on a sibling branch, and kept the weaker code: only this solution's own tries are off limits."""
+    from agents.prompts import JOBS
+
+    improve = JOBS["improve"]
+    assert "already tried from this solution" in improve
+    assert "another attempt is worth bringing into this one" in improve
+    assert "may be reused" in JOBS["draft"]  # a new draft may keep the part every method needs
