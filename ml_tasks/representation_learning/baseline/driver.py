@@ -55,7 +55,7 @@ def write_embeddings(out: Path, sets: dict[str, tuple[np.ndarray, np.ndarray]]) 
 
 def run(args: DriverArgs) -> None:
     # Same bits on every x86-64 machine: tiny rounding differences grow through training into different
-    # encoders (a baseline scored 0.8067 here and 0.8233 on another machine at one thread), so torch is
+    # encoders (an earlier version's baseline scored 0.02 apart on two machines at one thread), so torch is
     # pinned to one thread and portable kernels before it loads (task_runtime.warm_up_torch).
     warm_up_torch()
     sys.path.insert(0, str(HERE))
