@@ -1,5 +1,5 @@
-"""Write the federated_learning task's data: sklearn's digits spread over 10 non-IID clients, each with a
-scanner of its own.
+"""Write the federated_learning task's data: sklearn's digits spread over 10 non-IID clients, each scanning
+its digits with a device of its own whose effects vary from image to image.
 
 Run by `benchmark.tasks.workspace.prepare` (never by agent code):
 
@@ -9,21 +9,30 @@ Offline and deterministic (bundled digits, fixed seeds, uncompressed .npz with f
 The training part (60% per class) is split over the clients with label proportions drawn per class
 from Dirichlet(0.1) (Hsu et al. 2019), so most clients see only a few classes and shard sizes differ.
 
-Version 4.0.0 adds a feature skew on top of the label skew: every client k has a hidden scanner, drawn
-once from NUISANCE_SEED (`draw_scanners`), that renders each of its 8x8 digits onto a CANVAS x CANVAS
-canvas (`render`):
-  - the digit is pasted at the client's own offset (0..CANVAS-8 each way);
-  - its strokes are thickened by one pixel to the right, one pixel down, or left alone (the client's);
-  - it is multiplied by the client's gain (its brightness, uniform in GAIN);
-  - the client's background is added: PATTERN_PIXELS canvas pixels of its own, at intensities of its
-    own (uniform in PATTERN_LEVEL), whatever the digit;
-  - Gaussian pixel noise of the client's own sd (uniform in NOISE) is added and the canvas clipped to
-    [0, 1].
-The validation and test images (20% per class each) are each rendered by one of the ten scanners,
-drawn uniformly and independently of the digit, so a scanner's traces, which go with its clients'
-few classes in training, say nothing about the digit on the scored images. None of this is in the
-files: `generate()` returns the hidden draws for benchmarks/oracle_federated_learning.py. Layout under
---out:
+Version 5.0.0: every device (scanner) is a hidden *distribution* of per-image effects, drawn once from
+NUISANCE_SEED (`draw_scanner`); each image gets its own draw from its device's distribution
+(`draw_effects`) and is rendered onto a CANVAS x CANVAS canvas (`render`):
+  - placement: the 8x8 digit is pasted at one of the (CANVAS - 7)^2 offsets, drawn from the device's own
+    offset probabilities (Dirichlet(CONCENTRATION));
+  - stroke: thickened by one pixel to the right, downwards, both or not at all, drawn from the device's
+    own stroke probabilities (Dirichlet(CONCENTRATION));
+  - contrast: the canvas raised to a power gamma, log-normal per image around the device's own median
+    (log-uniform in GAMMA) with the device's own spread (uniform in GAMMA_SPREAD);
+  - brightness: multiplied by a gain, log-normal per image around the device's median (log-uniform in
+    GAIN) with the device's spread (uniform in GAIN_SPREAD);
+  - illumination: a linear ramp across the canvas, at a direction uniform per image and a strength
+    uniform in [0, the device's maximum] (uniform in RAMP), added;
+  - defects: stray pixels of the device's own (how many: uniform in DEFECTS; where: its own; each at a
+    level of its own, uniform in DEFECT_LEVEL), each lit on an image with the device's own probability
+    for that pixel (uniform in DEFECT_RATE) at its level times a per-image factor (uniform in
+    DEFECT_JITTER), added;
+  - Gaussian pixel noise of the device's own sd (uniform in NOISE), then clipped to [0, 1].
+The ten training clients each scanned their shard with one device (devices 0..9). The validation and
+test images (20% per class each) were scanned by EVAL_DEVICES other devices drawn from the same
+population (devices 10..), each image by one of them at random, independently of its digit: no scored
+image comes from a device that scanned a training shard. None of this is in the files: `generate()`
+returns the hidden draws (every device and every image's effects) for
+benchmarks/oracle_federated_learning.py. Layout under --out:
 
     public/client{0..9}.npz        x (n, 81) float32 in [0, 1], y (n,) int64   (driver only, one client per call)
     public/val_inputs.npz          id, x                                        (agent-visible)
@@ -46,14 +55,23 @@ N_CLIENTS = 10
 ALPHA = 0.1
 MIN_SHARD = 30  # redraw the Dirichlet split until every client has at least this many examples
 SEED = 20261125
-NUISANCE_SEED = 20261201  # the scanners and their per-image noise (version 4.0.0); fixed: changing it changes the task
+NUISANCE_SEED = 20261215  # the devices and every image's effects (version 5.0.0); fixed: changing it changes the task
 FRACTIONS = (0.6, 0.2)  # train, val; the rest is test (stratified per class)
 CANVAS = 9  # 81 pixels: the pooled LDA's statistics (10 + 810 + 3,321 numbers) still fit one message
-GAIN = (0.4, 1.0)
-PATTERN_PIXELS = 8
-PATTERN_LEVEL = (0.2, 0.6)
-NOISE = (0.0, 0.08)
-STROKES = ("as drawn", "thicker to the right", "thicker downwards")
+EVAL_DEVICES = 10  # devices 10..19 scan the validation and test images; none scanned a training shard
+CONCENTRATION = 0.7  # Dirichlet concentration of a device's offset and stroke probabilities
+GAIN = (0.3, 1.0)
+GAIN_SPREAD = (0.1, 0.4)
+GAMMA = (0.5, 2.0)
+GAMMA_SPREAD = (0.0, 0.25)
+RAMP = (0.0, 0.4)
+DEFECTS = (6, 16)
+DEFECT_LEVEL = (0.25, 0.7)
+DEFECT_RATE = (0.2, 0.9)
+DEFECT_JITTER = (0.6, 1.0)
+NOISE = (0.0, 0.05)
+STROKES = ("as drawn", "thicker to the right", "thicker downwards", "thicker both ways")
+OFFSETS = [(dy, dx) for dy in range(CANVAS - 7) for dx in range(CANVAS - 7)]
 
 
 def load_digits() -> tuple[np.ndarray, np.ndarray]:
@@ -79,38 +97,63 @@ def dirichlet_shards(y: np.ndarray, rng: np.random.Generator) -> list[np.ndarray
             return merged
 
 
-def draw_scanners(rng: np.random.Generator) -> list[dict[str, object]]:
-    """Each client's hidden scanner: offset (dy, dx), stroke (an index into STROKES), gain, background
-    (CANVAS * CANVAS values, PATTERN_PIXELS of them nonzero) and noise sd."""
-    scanners = []
-    for _ in range(N_CLIENTS):
-        offset = rng.integers(0, CANVAS - 8 + 1, size=2)
-        stroke = int(rng.integers(0, len(STROKES)))
-        gain = float(rng.uniform(*GAIN))
-        background = np.zeros(CANVAS * CANVAS)
-        background[rng.choice(CANVAS * CANVAS, PATTERN_PIXELS, replace=False)] = rng.uniform(*PATTERN_LEVEL,
-                                                                                           PATTERN_PIXELS)
-        scanners.append({"offset": offset, "stroke": stroke, "gain": gain, "background": background,
-                         "noise": float(rng.uniform(*NOISE))})
-    return scanners
+def log_uniform(rng: np.random.Generator, bounds: tuple[float, float]) -> float:
+    return float(np.exp(rng.uniform(np.log(bounds[0]), np.log(bounds[1]))))
 
 
-def thicken(canvas: np.ndarray, stroke: int) -> np.ndarray:
-    """(n, CANVAS, CANVAS) strokes thickened by one pixel to the right (1), downwards (2), both (3) or not (0)."""
+def draw_scanner(rng: np.random.Generator) -> dict[str, object]:
+    """One device: the distribution its images' effects are drawn from."""
+    n_defects = int(rng.integers(DEFECTS[0], DEFECTS[1] + 1))
+    return {"offset_p": rng.dirichlet([CONCENTRATION] * len(OFFSETS)),
+            "stroke_p": rng.dirichlet([CONCENTRATION] * len(STROKES)),
+            "gain": log_uniform(rng, GAIN), "gain_spread": float(rng.uniform(*GAIN_SPREAD)),
+            "gamma": log_uniform(rng, GAMMA), "gamma_spread": float(rng.uniform(*GAMMA_SPREAD)),
+            "ramp": float(rng.uniform(*RAMP)),
+            "defect_pixels": rng.choice(CANVAS * CANVAS, n_defects, replace=False),
+            "defect_level": rng.uniform(*DEFECT_LEVEL, n_defects),
+            "defect_rate": rng.uniform(*DEFECT_RATE, n_defects),
+            "noise": float(rng.uniform(*NOISE))}
+
+
+def draw_effects(scanner: dict, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """n images' own effects, drawn from the device's distribution: offset (an index into OFFSETS), stroke
+    (an index into STROKES), gamma, gain, the illumination ramp and the stray light (each (n, 81))."""
+    offset = rng.choice(len(OFFSETS), n, p=scanner["offset_p"])
+    stroke = rng.choice(len(STROKES), n, p=scanner["stroke_p"])
+    gamma = scanner["gamma"] * np.exp(rng.normal(0.0, scanner["gamma_spread"], n))
+    gain = scanner["gain"] * np.exp(rng.normal(0.0, scanner["gain_spread"], n))
+    angle = rng.uniform(0.0, 2 * np.pi, n)
+    strength = rng.uniform(0.0, scanner["ramp"], n)
+    centre = (CANVAS - 1) / 2
+    rows, cols = np.divmod(np.arange(CANVAS * CANVAS), CANVAS)
+    direction = (np.outer(np.cos(angle), rows - centre) + np.outer(np.sin(angle), cols - centre)) / (2 * centre)
+    ramp = strength[:, None] * (0.5 + direction)  # in [0, strength]: light, never less
+    stray = np.zeros((n, CANVAS * CANVAS))
+    lit = rng.random((n, len(scanner["defect_pixels"]))) < scanner["defect_rate"]
+    level = scanner["defect_level"] * rng.uniform(*DEFECT_JITTER, size=lit.shape)
+    stray[:, scanner["defect_pixels"]] = lit * level
+    return {"offset": offset, "stroke": stroke, "gamma": gamma, "gain": gain, "light": ramp + stray}
+
+
+def thicken(canvas: np.ndarray, stroke: np.ndarray | int) -> np.ndarray:
+    """(n, CANVAS, CANVAS) strokes thickened by one pixel to the right (1), downwards (2), both (3) or not (0),
+    per image."""
+    stroke = np.broadcast_to(np.asarray(stroke), (len(canvas),))
     out = canvas.copy()
-    if stroke in (1, 3):
-        out[:, :, 1:] = np.maximum(out[:, :, 1:], out[:, :, :-1].copy())
-    if stroke in (2, 3):
-        out[:, 1:, :] = np.maximum(out[:, 1:, :], out[:, :-1, :].copy())
+    right = np.isin(stroke, (1, 3))
+    down = np.isin(stroke, (2, 3))
+    out[right, :, 1:] = np.maximum(out[right, :, 1:], out[right, :, :-1])
+    out[down, 1:, :] = np.maximum(out[down, 1:, :], out[down, :-1, :])
     return out
 
 
-def render(images: np.ndarray, scanner: dict, rng: np.random.Generator) -> np.ndarray:
-    """(n, 8, 8) digits in [0, 1] through one scanner: (n, CANVAS * CANVAS) float32 in [0, 1]."""
-    dy, dx = scanner["offset"]
+def render(images: np.ndarray, scanner: dict, effects: dict, rng: np.random.Generator) -> np.ndarray:
+    """(n, 8, 8) digits in [0, 1] through one device with their own effects: (n, CANVAS * CANVAS) float32."""
     canvas = np.zeros((len(images), CANVAS, CANVAS))
-    canvas[:, dy:dy + 8, dx:dx + 8] = images
-    drawn = thicken(canvas, scanner["stroke"]).reshape(len(images), -1) * scanner["gain"] + scanner["background"]
+    for i, (dy, dx) in enumerate(np.asarray(OFFSETS)[effects["offset"]]):
+        canvas[i, dy:dy + 8, dx:dx + 8] = images[i]
+    drawn = thicken(canvas, effects["stroke"]).reshape(len(images), -1) ** effects["gamma"][:, None]
+    drawn = drawn * effects["gain"][:, None] + effects["light"]
     noisy = drawn + rng.normal(0.0, scanner["noise"], size=drawn.shape)
     return np.clip(noisy, 0.0, 1.0).astype(np.float32)
 
@@ -118,8 +161,9 @@ def render(images: np.ndarray, scanner: dict, rng: np.random.Generator) -> np.nd
 def generate() -> dict[str, object]:
     """Everything `build` writes and the hidden draws no file shows: the rendered images `x` (n, 81), the
     digits `y`, the public `ids`, the `parts` (train / val / test row indices), the training `shards`
-    (row indices per client), each row's `scanner` (its client) and the ten `scanners`. The oracle
-    replays this to know what no estimator is told."""
+    (row indices per client), each row's `device`, the `scanners` (devices 0..9 scanned the shards, the
+    rest the scored images) and each row's `effects` (arrays over all rows). The oracle replays this to
+    know what no estimator is told."""
     images, y = load_digits()
     rng = np.random.default_rng(SEED)
     parts = stratified_parts(y, rng)
@@ -127,17 +171,23 @@ def generate() -> dict[str, object]:
     train = parts["train"]
     shards = [train[shard] for shard in dirichlet_shards(y[train], rng)]
     nuisance = np.random.default_rng(NUISANCE_SEED)
-    scanners = draw_scanners(nuisance)
-    owner = np.full(len(y), -1, dtype=np.int64)
+    scanners = [draw_scanner(nuisance) for _ in range(N_CLIENTS + EVAL_DEVICES)]
+    device = np.full(len(y), -1, dtype=np.int64)
     for client, rows in enumerate(shards):
-        owner[rows] = client
-    for phase in ("val", "test"):  # each scored image through one scanner, independent of its digit
-        owner[parts[phase]] = nuisance.integers(0, N_CLIENTS, size=len(parts[phase]))
+        device[rows] = client
+    for phase in ("val", "test"):  # each scored image through one unseen device, independent of its digit
+        device[parts[phase]] = N_CLIENTS + nuisance.integers(0, EVAL_DEVICES, size=len(parts[phase]))
     x = np.zeros((len(y), CANVAS * CANVAS), dtype=np.float32)
-    for client, scanner in enumerate(scanners):
-        rows = np.flatnonzero(owner == client)
-        x[rows] = render(images[rows], scanner, nuisance)
-    return {"x": x, "y": y, "ids": ids, "parts": parts, "shards": shards, "scanner": owner, "scanners": scanners}
+    effects = {"offset": np.zeros(len(y), np.int64), "stroke": np.zeros(len(y), np.int64),
+               "gamma": np.ones(len(y)), "gain": np.ones(len(y)), "light": np.zeros((len(y), CANVAS * CANVAS))}
+    for k, scanner in enumerate(scanners):
+        rows = np.flatnonzero(device == k)
+        drawn = draw_effects(scanner, len(rows), nuisance)
+        for name, values in drawn.items():
+            effects[name][rows] = values
+        x[rows] = render(images[rows], scanner, drawn, nuisance)
+    return {"x": x, "y": y, "ids": ids, "parts": parts, "shards": shards, "device": device, "scanners": scanners,
+            "effects": effects}
 
 
 def build(out: Path) -> None:
