@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from task_kit import (STASH_AND_SIGNAL_ATTEMPTS, code_copy, ev, prepare_again, prepared, prepared_digest, run_driver,
-                      task_dir)
+from task_kit import (STASH_AND_SIGNAL_ATTEMPTS, code_copy, driver_rejects, ev, prepare_again, prepared,
+                      prepared_digest, run_driver, task_dir)
 
 TASK = "continual_learning"
 TASK_DIR = task_dir(TASK)
@@ -137,7 +137,42 @@ def test_driver_feeds_splits_in_order_locks_out_other_data_and_enforces_the_budg
     assert not (tmp_path / "out" / "predictions.csv").exists()
 
 
+BATCH_DEPENDENT = '''
+import numpy as np
+
+def train_split(state, x, y, classes, split, params, device):
+    return {"split": np.array([split])}
+
+def predict(state, x, params, device):
+    ink = x.sum(axis=1)
+    return (ink > np.median(ink)).astype(int)  # relative to the batch: learns from the other inputs
+'''
+
+
+def test_driver_rejects_predictions_that_depend_on_the_other_inputs(prepared, tmp_path: Path) -> None:
+    """predict runs in chunks of 32, twice, in two orders: a label that depends on the batch differs."""
+    stderr = driver_rejects(prepared, tmp_path, {"learner.py": BATCH_DEPENDENT}, "not a function of each image alone",
+                            output="predictions.csv")
+    assert "split 0" in stderr
+
+
+def test_every_image_draws_its_own_condition_from_its_splits_style(prepared) -> None:
+    """4.0.0: no two training images of a split share a condition, and the styles differ between splits."""
+    import importlib.util
+
+    module_spec = importlib.util.spec_from_file_location("cl_prepare", TASK_DIR / "prepare.py")
+    gen = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(gen)
+    data = gen.generate()
+    train, cond, style = data["parts"]["train"], data["conditions"], data["style"]
+    for k in range(5):
+        rows = train[style[train] == k]
+        assert len(np.unique(cond["rotation"][rows])) == len(rows) and len(np.unique(cond["phase"][rows])) == len(rows)
+    assert len({round(s["rotation"], 6) for s in data["styles"]}) == 5
+
+
 def test_description_states_the_limits_and_hides_the_harness() -> None:
     text = (TASK_DIR / "description.md").read_text()
     assert "20,000 numbers" in text and "train_split{k}.npz" in text
+    assert "depend on its own image only" in text
     assert "labels/" not in text and "evaluate.py" not in text and "test_inputs" not in text

@@ -6,7 +6,10 @@
 The harness restores this file before every run. For split k = 0..4 it forks a child that loads only
 split k's training data, the state the learner kept after split k-1 and the inputs to predict, then
 locks the data folders (`run_isolated`, from the harness's read-only `task_runtime.isolation`) and
-calls the editable `learner.train_split` and `learner.predict`. Everything a learner carries from
+calls the editable `learner.train_split` and `learner.predict`. `predict` is called on the inputs in
+chunks of 32 images, twice, in two different orders (`task_runtime.rowwise.predict_per_row`), and the run
+fails unless both passes give every image the same label: a prediction must depend on its own image only
+(the inputs to predict are not training data). Everything a learner carries from
 one split to the next is its returned state: at most STATE_BUDGET numbers (weights, exemplars,
 statistics, anything), checked here. It writes `<out>/predictions.csv` (after_split, id, label): the predicted class of every input
 after each split, from which the evaluator computes the accuracy matrix, average accuracy and
@@ -27,6 +30,7 @@ import pandas as pd
 from task_runtime import (DriverArgs, DriverError, IsolationError, as_arrays, as_labels, driver_main, load_arrays,
                           load_labels, pick_device, read_npz, read_params, run_isolated, seed_everything,
                           warm_up_torch, write_predictions)
+from task_runtime.rowwise import predict_per_row
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -68,8 +72,10 @@ def run(args: DriverArgs) -> None:
                 state = as_arrays(learner.train_split(inputs["state"], train["x"].copy(), train["y"].copy(),
                                                      list(classes), split, dict(params), inputs["device"]),
                                   STATE_BUDGET, "train_split")
-                labels = as_labels(learner.predict(state, eval_inputs["x"].copy(), dict(params), inputs["device"]),
-                                   n_eval, "predict")
+                labels = predict_per_row(
+                    lambda batch: as_labels(learner.predict(state, batch, dict(params), inputs["device"]), len(batch),
+                                            "predict"),
+                    eval_inputs["x"], eval_inputs["id"], seed * 1000 + split, "predict", unit="image", n_labels=10)
                 np.savez(child_out / "state.npz", **state)
                 np.save(child_out / "labels.npy", labels)
 
