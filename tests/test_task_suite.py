@@ -47,4 +47,4 @@ def test_setup_suite_prepares_its_tasks(causality, workspace_root: Path) -> None
     assert result.returncode == 0, result.stderr
     assert {line.split(":")[0] for line in result.stdout.splitlines()} == set(suite_tasks("ci"))
     unknown = run_cli("--suite", "nope", script="setup.py")
-    assert unknown.returncode == 2 and unknown.stderr.startswith("error: unknown suite 'nope'; known suites: ci, lite")
+    assert unknown.returncode == 2 and unknown.stderr.startswith("error: unknown suite 'nope'; known suites: ci, gpu, lite")
