@@ -17,10 +17,6 @@ from benchmark.tasks.manifest import TaskSpec, load_task
 FALLBACK_SUFFIX = "-cpu"
 
 
-def needs_gpu(spec: TaskSpec) -> bool:
-    return spec.resources.gpus > 0
-
-
 def cpu_fallback(spec: TaskSpec) -> TaskSpec:
     """The variant's code on its base's lite data and limits, without a GPU."""
     if spec.extends is None:
