@@ -3,7 +3,8 @@
 Writes CSV and markdown tables, plots and a static HTML report beside the results
 (<results' parent>/metric_reports/<results' name>/ unless --out is given) and prints the headline
 tables; it never writes inside a run directory. `--mlflow [URI]` also logs each run to MLflow.
-docs/metrics.md defines every number.
+`python compute_agent_metrics.py examples/recorded --leaderboard` writes docs/leaderboard.md from the recorded
+strong-LLM runs instead. docs/metrics.md defines every number.
 """
 
 from __future__ import annotations
@@ -14,8 +15,12 @@ from pathlib import Path
 
 from benchmark.common.errors import UserError
 from benchmark.common.inert_text import inert
+from benchmark.common.paths import REPO_ROOT
 from benchmark.scoring.keys import GROUP_KEYS
 from benchmark.scoring.ranges import MODES
+
+
+LEADERBOARD = REPO_ROOT / "docs" / "leaderboard.md"
 
 
 def _names(values: list[str] | None) -> list[str]:
@@ -57,7 +62,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="also log each run to MLflow: a tracking URI or a local folder (default: mlruns/ "
                              "in the output folder); re-exporting updates, never duplicates (pip install -e "
                              "'.[tracking]')")
+    parser.add_argument("--leaderboard", nargs="?", const=LEADERBOARD, type=Path, metavar="FILE",
+                        help="write the leaderboard of the recorded strong-LLM runs under RESULTS (e.g. "
+                             f"examples/recorded) to FILE (default {LEADERBOARD.relative_to(REPO_ROOT)}) and stop")
     args = parser.parse_args(argv)
+    if args.leaderboard is not None:
+        return _leaderboard(args.results, args.leaderboard)
     if args.mlflow is not None:
         from benchmark.scoring.mlflow_export import missing_mlflow
 
@@ -81,6 +91,27 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _print(results)
     _out(f"\nwrote {out}/ ({', '.join(results['written']['file'])})")
+    return 0
+
+
+def _leaderboard(recordings: Path, page: Path) -> int:
+    """Generate the leaderboard page from the recordings (benchmark/scoring/leaderboard.py)."""
+    from benchmark.plugins.manager import get_registry
+    from benchmark.scoring.leaderboard import entries, markdown
+    from benchmark.tasks.manifest import load_task
+
+    if not recordings.is_dir():
+        print(f"error: {recordings} is not a folder of recorded runs (e.g. examples/recorded)", file=sys.stderr)
+        return 2
+    tasks = get_registry().tasks
+    rows = entries(recordings, tasks)
+    if not rows:
+        print(f"error: no finished recorded run under {recordings} (a folder with a summary.json)", file=sys.stderr)
+        return 2
+    versions = {name: load_task(tasks[name]).version for name in {r.task for r in rows}}
+    shown = recordings.resolve().relative_to(REPO_ROOT) if recordings.resolve().is_relative_to(REPO_ROOT) else recordings
+    page.write_text(markdown(rows, versions, f"python compute_agent_metrics.py {shown} --leaderboard"))
+    _out(f"wrote {page} ({len(rows)} recorded runs, {len(versions)} tasks)")
     return 0
 
 

@@ -1,0 +1,143 @@
+"""The benchmark's own leaderboard: recorded strong-LLM runs, agents x tasks, generated, never typed.
+
+A recording is a folder with a run's `summary.json` (and, where kept, its `journal.jsonl.gz`): the
+examples/recorded tree. Each is scored on its task's current manifest; a run made on another version of
+the task than today's is listed apart, since its data (and so its score) belongs to that version.
+`python compute_agent_metrics.py examples/recorded --leaderboard` writes the page (docs/leaderboard.md).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from benchmark.scoring.normalize import achievement, unclipped
+from benchmark.scoring.runs import MetricInfo
+
+TO_GAIN = 0.9  # "experiments to reach 90% of the run's final gain" (on validation, what the agent saw)
+
+
+@dataclass(frozen=True)
+class Entry:
+    task: str
+    ran_on: str  # the task version the run was made on
+    agent: str
+    seed: int
+    test: float
+    achievement: float  # clipped, on today's scale
+    unclipped: float
+    gap_closed: float  # of the baseline->1.0 gap
+    to_gain: Optional[int]  # experiments until the best val reached 90% of the final val gain; None: unknown
+    experiments: int
+    statuses: dict[str, int]
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    wall_s: float
+    where: str  # the recording's folder, relative to the root
+
+
+def _val_trajectory(journal: Path) -> list[tuple[int, float]]:
+    """(experiments spent, val score) of every finished node with a score, in the order they finished."""
+    out = []
+    with gzip.open(journal, "rt") if journal.suffix == ".gz" else open(journal) as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                break  # a torn last line
+            node = record.get("node") or {}
+            if record.get("kind") == "finished" and node.get("primary") is not None:
+                out.append((int(record.get("checkpoint", {}).get("counters", {}).get("experiments", 0)),
+                            float(node["primary"])))
+    return out
+
+
+def experiments_to_gain(trajectory: list[tuple[int, float]], higher: bool, share: float = TO_GAIN) -> Optional[int]:
+    """The experiments spent when the best val first reached `share` of the run's final gain over the
+    baseline (the first score); 0 when there was no gain; None without a trajectory."""
+    if not trajectory:
+        return None
+    sign = 1.0 if higher else -1.0
+    base = trajectory[0][1]
+    best = max(sign * v for _, v in trajectory)
+    gain = best - sign * base
+    if gain <= 0:
+        return 0
+    running = sign * base
+    for spent, value in trajectory:
+        running = max(running, sign * value)
+        if running - sign * base >= share * gain:
+            return spent
+    return None
+
+
+def entry(folder: Path, root: Path, spec: Any) -> Entry:
+    summary = json.loads((folder / "summary.json").read_text())
+    m = spec.metric
+    metric = MetricInfo(m.name, m.direction, m.floor, m.target, m.best_possible)
+    base, best = summary["baseline"]["test"], summary["best"]["test"]
+    a0, a1 = achievement(metric, base), achievement(metric, best)
+    journal = next((p for p in (folder / "journal.jsonl.gz", folder / "journal.jsonl") if p.is_file()), None)
+    llm = summary.get("llm") or {}
+    return Entry(
+        task=spec.name, ran_on=str(summary.get("task_version")), agent=summary["agent"], seed=int(summary["seed"]),
+        test=best, achievement=a1, unclipped=unclipped(metric, best),
+        gap_closed=(a1 - a0) / (1 - a0) if a0 < 1 else float("nan"),
+        to_gain=experiments_to_gain(_val_trajectory(journal), m.higher_is_better) if journal else None,
+        experiments=int(summary["steps"]["experiments"]), statuses=dict(summary["steps"]["by_status"]),
+        calls=int(llm.get("calls", 0)), prompt_tokens=int(llm.get("prompt_tokens", 0)),
+        completion_tokens=int(llm.get("completion_tokens", 0)), wall_s=float(summary.get("wall_seconds", 0.0)),
+        where=folder.relative_to(root).as_posix())
+
+
+def entries(root: Path, tasks: dict[str, Path]) -> list[Entry]:
+    """Every finished recording under `root` of a registered task."""
+    from benchmark.tasks.manifest import load_task
+
+    found = []
+    for path in sorted(root.rglob("summary.json")):
+        summary = json.loads(path.read_text())
+        if summary.get("status") == "finished" and summary.get("task") in tasks:
+            found.append(entry(path.parent, root, load_task(tasks[summary["task"]])))
+    return found
+
+
+def _tokens(n: int) -> str:
+    return f"{n / 1000:.0f}k"
+
+
+def markdown(rows: list[Entry], versions: dict[str, str], command: str) -> str:
+    """The page: a table per task on its current version (best achievement first), then the stale runs."""
+    lines = ["# Leaderboard: agents driven by a strong LLM", "",
+             f"Generated by `{command}` from the recorded runs (each folder's README says who answered and how);",
+             "do not edit by hand. Hidden-test scores, each run on its task's current scale: achievement clipped to",
+             "0..1 (unclipped beside it), the share of the baseline->1.0 gap closed, the experiments until the best",
+             "validation score reached 90% of the run's final gain, the steps by status, LLM calls and tokens",
+             "(the relay's estimate, characters / 4) and wall time (the answering model's thinking included).",
+             "One seed per run (n = 1): read it as what a strong LLM does with each scaffold, not as a ranking",
+             "with error bars.", ""]
+    current = [r for r in rows if r.ran_on == versions[r.task]]
+    for task in sorted({r.task for r in current}):
+        lines += [f"## {task} ({versions[task]})", "",
+                  "| agent | n | hidden test | achievement (unclipped) | gap closed | experiments to 90% | steps | "
+                  "LLM calls | tokens in / out | wall | recording |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        ranked = sorted((r for r in current if r.task == task), key=lambda r: (-r.achievement, r.agent))
+        for r in ranked:
+            steps = ", ".join(f"{k} {v}" for k, v in sorted(r.statuses.items()))
+            to_gain = "-" if r.to_gain is None else str(r.to_gain)
+            lines.append(f"| {r.agent} | 1 | {r.test:.4g} | {r.achievement:.2f} ({r.unclipped:.2f}) | "
+                         f"{r.gap_closed:.2f} | {to_gain} | {steps} | {r.calls} | {_tokens(r.prompt_tokens)} / "
+                         f"{_tokens(r.completion_tokens)} | {r.wall_s:.0f} s | {r.where} |")
+        lines.append("")
+    stale = sorted((r for r in rows if r.ran_on != versions[r.task]), key=lambda r: (r.task, r.agent))
+    if stale:
+        lines += ["## Recorded on an earlier version of the task", "",
+                  "Their data differ from today's, so they are not ranked; re-record them on the current version.", "",
+                  "| task | ran on | now | agent | recording |", "|---|---|---|---|---|"]
+        lines += [f"| {r.task} | {r.ran_on} | {versions[r.task]} | {r.agent} | {r.where} |" for r in stale]
+        lines.append("")
+    return "\n".join(lines)
