@@ -96,7 +96,9 @@ def install_guard(blocked: list[Path], allowed_writes: list[Path] = ()) -> None:
                 parts = candidate.split("/")
                 if len(parts) > 2 and parts[2].isdigit() and parts[2] != str(os.getpid()):
                     raise PermissionError("isolation: other processes' /proc entries are not readable")
-                if candidate.endswith(("/mem", "/maps", "/pagemap", "/environ")):
+                # its own /proc/self/maps (which libraries are loaded, no data) stays readable: threadpoolctl,
+                # and so scikit-learn's KMeans and others, read it to find the BLAS in use
+                if candidate.endswith(("/mem", "/pagemap", "/environ")):
                     raise PermissionError("isolation: process memory is not readable")
         writes = event == "open" and len(args) > 2 and (any(c in str(args[1] or "") for c in "wax+")
                                                          or bool((args[2] or 0) & _WRITE_FLAGS))

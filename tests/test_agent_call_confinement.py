@@ -214,3 +214,25 @@ def test_a_confined_child_reads_only_what_it_may_and_writes_only_its_folder(tmp_
     os.waitpid(pid, 0)
     assert report == "open=13 proc root=13 dir fd=13 write beside=13 exec=1", report
     assert (out / "ok").read_text() == "written" and not (tmp_path / "x").exists()
+
+
+def test_an_isolated_call_may_run_kmeans_but_not_read_its_memory(tmp_path: Path) -> None:
+    """scikit-learn's KMeans asks threadpoolctl, which reads the process's own /proc/self/maps (the libraries
+    loaded): a continual_learning answerer lost an experiment to its refusal. /proc/self/mem stays refused."""
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def work(_: object) -> None:
+        import numpy as np
+        from sklearn.cluster import KMeans
+
+        labels = KMeans(n_clusters=2, n_init=1, random_state=0).fit_predict(np.array([[0.0], [0.1], [5.0], [5.1]]))
+        try:
+            open("/proc/self/mem", "rb").read(1)
+            mem = "LEAK"
+        except PermissionError as exc:
+            mem = str(exc)
+        (out / "report").write_text(f"{labels[0] == labels[1] != labels[2]} {mem}")
+
+    run_isolated("kmeans", lambda: None, work, blocked=[tmp_path / "blocked"], allowed_writes=[out])
+    assert (out / "report").read_text() == "True isolation: process memory is not readable"
