@@ -216,23 +216,44 @@ def test_a_confined_child_reads_only_what_it_may_and_writes_only_its_folder(tmp_
     assert (out / "ok").read_text() == "written" and not (tmp_path / "x").exists()
 
 
+KMEANS_CALL = """
+import sys
+from pathlib import Path
+from task_runtime import run_isolated
+
+out, blocked = Path(sys.argv[1]), Path(sys.argv[2])
+
+
+def work(_):
+    import numpy as np
+    from sklearn.cluster import KMeans
+
+    labels = KMeans(n_clusters=2, n_init=1, random_state=0).fit_predict(np.array([[0.0], [0.1], [5.0], [5.1]]))
+    try:
+        open("/proc/self/mem", "rb").read(1)
+        mem = "LEAK"
+    except PermissionError as exc:
+        mem = str(exc)
+    (out / "report").write_text(f"{labels[0] == labels[1] != labels[2]} {mem}")
+
+
+run_isolated("kmeans", lambda: None, work, blocked=[blocked], allowed_writes=[out])
+"""
+
+
 def test_an_isolated_call_may_run_kmeans_but_not_read_its_memory(tmp_path: Path) -> None:
     """scikit-learn's KMeans asks threadpoolctl, which reads the process's own /proc/self/maps (the libraries
-    loaded): a continual_learning answerer lost an experiment to its refusal. /proc/self/mem stays refused."""
-    out = tmp_path / "out"
+    loaded): a continual_learning answerer lost an experiment to its refusal. /proc/self/mem stays refused.
+    The call runs in a fresh interpreter, as a task's driver does (a pytest worker's captured streams do not
+    survive the fork's closing of inherited files)."""
+    import subprocess
+
+    from conftest import HANG_TIMEOUT_S, SESSION_START_ENV
+
+    out, blocked = tmp_path / "out", tmp_path / "blocked"
     out.mkdir()
-
-    def work(_: object) -> None:
-        import numpy as np
-        from sklearn.cluster import KMeans
-
-        labels = KMeans(n_clusters=2, n_init=1, random_state=0).fit_predict(np.array([[0.0], [0.1], [5.0], [5.1]]))
-        try:
-            open("/proc/self/mem", "rb").read(1)
-            mem = "LEAK"
-        except PermissionError as exc:
-            mem = str(exc)
-        (out / "report").write_text(f"{labels[0] == labels[1] != labels[2]} {mem}")
-
-    run_isolated("kmeans", lambda: None, work, blocked=[tmp_path / "blocked"], allowed_writes=[out])
+    blocked.mkdir()
+    done = subprocess.run([sys.executable, "-c", KMEANS_CALL, str(out), str(blocked)], capture_output=True,
+                          text=True, timeout=HANG_TIMEOUT_S, env=SESSION_START_ENV)
+    assert done.returncode == 0, done.stderr
     assert (out / "report").read_text() == "True isolation: process memory is not readable"
