@@ -357,7 +357,8 @@ def _gpu_task(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("args, smi_uuids, fragments", [
-    ([], None, ["task 'toy_gpu' needs 1 GPU(s) per job but executor.gpus is empty", "executor.gpus=[0]"]),
+    ([], None, ["task 'toy_gpu' needs 1 GPU(s) per job but executor.gpus is empty", "executor.gpus=[0]",
+                "(task=toy is the same code at its CPU scale)"]),
     (["executor.gpus=[0,1]", "parallel=2"], UUIDS[:1],
      ["executor.gpus=[0, 1] but this machine has 1 GPU (nvidia-smi: GPU 0): GPU(s) [1] do not exist"]),
     (["executor.gpus=[0]"], [], ["executor.gpus=[0] but this machine has 0 GPUs (nvidia-smi: no GPU)"]),

@@ -58,7 +58,10 @@ def gpu_problem(cfg: DictConfig, spec: TaskSpec) -> str:
         return ""
     ids = [int(i) for i in executor_cfg.gpus]
     problem = slots_problem(ids, getattr(executor_cfg, "jobs_per_gpu", 1), int(cfg.parallel), wanted, spec.name)
-    return problem or GpuDevices().machine_problem(ids)
+    problem = problem or GpuDevices().machine_problem(ids)
+    if problem and spec.extends:  # a GPU-scale variant: its base is the same code at a scale a CPU runs
+        problem += f" (task={spec.extends} is the same code at its CPU scale)"
+    return problem
 
 
 def preflight(cfg: DictConfig, registry: Registry, verified: set[str] | None = None) -> None:
