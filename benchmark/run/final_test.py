@@ -6,20 +6,18 @@ journal's `final` record, apart from the nodes, so no agent ever reads them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from benchmark.common.safefs import discard_tree
 from benchmark.records.journal import OK, now
 from benchmark.run import display as show
 from benchmark.run.experiment import run_phase
-
-if TYPE_CHECKING:
-    from benchmark.run.engine import Run
+from benchmark.run.state import RunState
 
 BASELINE_ID = "0000"
 
 
-def final_test(run: Run) -> dict[str, Any]:
+def final_test(run: RunState) -> dict[str, Any]:
     """Score the baseline and the best node on the hidden test set; returns the journal's final record."""
     best = run.store.best()
     baseline = run.store.get(BASELINE_ID)
@@ -34,8 +32,9 @@ def final_test(run: Run) -> dict[str, Any]:
         key = f"test-{node.id}"
         run.display.job(key, f"{label} ({node.id})", show.FINAL_TEST)
         scratch = run.run_dir / "scratch" / key
+        assert run.executor is not None, "the final test runs in a started run"
         outcome = run_phase(run.prepared, run.store.files(node), "test", run.executor, scratch,
-                            run.budget.final_test_timeout_s(), run.cfg.seed)
+                            run.budget.final_test_timeout_s(), run.seed)
         run.display.job_done(key)
         results[label] = {"node": node.id, "primary": outcome.primary, "metrics": outcome.metrics,
                           "error": outcome.bug_reason, "seconds": outcome.seconds, "cpu_seconds": outcome.cpu_seconds,

@@ -23,15 +23,13 @@ import logging
 import queue
 import random
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable
 
-from benchmark.plugins.agent_api import Action, Agent, OpContext
+from benchmark.plugins.agent_api import Action, Agent, OpContext, Policy
 from benchmark.records.journal import Node, now
 from benchmark.run.budget import launch_blocker
+from benchmark.run.state import RunState
 from benchmark.run.worker import StepResult, crash_report
-
-if TYPE_CHECKING:
-    from benchmark.run.engine import Run
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +39,20 @@ def node_id(step: int) -> str:
 
 
 class Scheduler:
-    """Runs the search phase of one run with `parallel` nodes in flight at most."""
+    """Runs the search phase of one run with `parallel` nodes in flight at most.
 
-    def __init__(self, run: Run, agent: Agent, parallel: int, next_step: int):
+    It gets the run's state and the engine's three services as functions: `context(step, others_in_flight)`
+    builds an operator's OpContext, `work(agent, node, action, ctx)` runs a node's step (on a worker
+    thread), and `finish(node, policy)` records a finished node (returning what policy.observe raised).
+    """
+
+    def __init__(self, run: RunState, agent: Agent, parallel: int, next_step: int, *,
+                 context: Callable[[int, int], OpContext],
+                 work: Callable[[Agent, Node, Action, OpContext], StepResult],
+                 finish: Callable[[Node, Policy], Exception | None], max_unexecuted_in_a_row: int):
         self.run, self.agent, self.parallel = run, agent, parallel
+        self.context, self.step_work, self.finish = context, work, finish
+        self.max_unexecuted_in_a_row = max_unexecuted_in_a_row
         self.next_step = next_step
         self.in_flight: dict[str, Node] = {}
         self.results: queue.Queue[tuple[Node, StepResult | BaseException]] = queue.Queue()
@@ -72,11 +80,11 @@ class Scheduler:
     def _blocker(self) -> str:
         run = self.run
         return self.halt or launch_blocker(run.budget, run.counters, len(self.in_flight),
-                                           run.cfg.budget.max_unexecuted_in_a_row)
+                                           self.max_unexecuted_in_a_row)
 
     def _ask(self) -> Action | None:
         """The policy's next action; a crashing policy ends the search (its state is unknown now)."""
-        rng = random.Random(f"{self.run.cfg.seed}:{self.next_step}")
+        rng = random.Random(f"{self.run.seed}:{self.next_step}")
         try:
             return self.agent.policy.next_action(self.run.store, rng)
         except Exception as exc:
@@ -97,7 +105,7 @@ class Scheduler:
         run.journal.append({"kind": "pending", "id": node.id, "step": step, "operator": action.operator,
                             "parents": node.parents, "hints": node.hints, "tag": node.tag,
                             "policy": self.agent.policy.state_dict(), "at": now()})
-        ctx = run.context(step, len(self.in_flight))
+        ctx = self.context(step, len(self.in_flight))
         run.store.claim(node)
         self.in_flight[node.id] = node
         self.next_step = max(self.next_step, step + 1)
@@ -106,7 +114,7 @@ class Scheduler:
 
     def _work(self, node: Node, action: Action, ctx: OpContext) -> None:
         try:
-            outcome: StepResult | BaseException = self.run.steps.step(self.agent, node, action, ctx)
+            outcome: StepResult | BaseException = self.step_work(self.agent, node, action, ctx)
         except BaseException as exc:  # a harness fault: the main thread re-raises it
             outcome = exc
         self.results.put((node, outcome))
@@ -124,6 +132,6 @@ class Scheduler:
             return
         if result.stop:
             self.halt = result.stop
-        crash = self.run.finish(node, self.agent.policy)
+        crash = self.finish(node, self.agent.policy)
         if crash is not None:
             self._policy_crashed("observe", crash)
