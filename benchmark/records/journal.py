@@ -118,6 +118,9 @@ class BlobStore:
         return self.get(digest).decode(errors="replace") if digest else ""
 
 
+BASELINE_ID = "0000"  # the node every run starts from: the task's own code, step 0
+
+
 class NodeStore:
     """Finished nodes in the order they finished, with the lookups policies need kept cheap (best is O(1)).
 
@@ -168,6 +171,10 @@ class NodeStore:
 
     def get(self, node_id: str) -> Node:
         return self._nodes[node_id]
+
+    def baseline(self) -> Node | None:
+        """The run's baseline node, once it has finished."""
+        return self._nodes.get(BASELINE_ID)
 
     def children(self, node_id: str) -> list[Node]:
         return [self._nodes[c] for c in self._children.get(node_id, ())]

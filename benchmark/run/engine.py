@@ -28,13 +28,13 @@ from benchmark.llm.accounting import Usage
 from benchmark.llm.client import LLMClient
 from benchmark.plugins.agent_api import Agent, OpContext, Policy
 from benchmark.plugins.manager import Registry
-from benchmark.records.journal import ABORTED, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
+from benchmark.records.journal import ABORTED, BASELINE_ID, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
 from benchmark.run import summary as report
 from benchmark.run.budget import Counters
 from benchmark.run.config import config_hash, default_run_id, effective_budget
 from benchmark.run.display import Display, Stats, make_display, plural
 from benchmark.run.experiment import check_cache_dir, check_isolation, data_path_in_jobs
-from benchmark.run.final_test import BASELINE_ID, final_test
+from benchmark.run.final_test import final_test
 from benchmark.run.outage import GuardedExecutor, baseline_failure, llm_never_answered
 from benchmark.run.preflight import check_values, llm_problem
 from benchmark.run.scheduler import Scheduler

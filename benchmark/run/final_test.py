@@ -9,12 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from benchmark.common.safefs import discard_tree
-from benchmark.records.journal import OK, now
+from benchmark.records.journal import BASELINE_ID, OK, now
 from benchmark.run import display as show
 from benchmark.run.experiment import run_phase
 from benchmark.run.state import RunState
 
-BASELINE_ID = "0000"
 
 
 def final_test(run: RunState) -> dict[str, Any]:

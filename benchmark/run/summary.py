@@ -97,7 +97,7 @@ def _val(node: Node | None) -> float | None:
 def build(run: RunState, status: str, abort_cause: str | None = None) -> dict[str, Any]:
     """The summary as of now; `status` is running, finished, interrupted or aborted (then with its cause)."""
     spec, counters, budget = run.spec, run.counters, run.budget
-    baseline = run.store.get("0000") if "0000" in run.store else None
+    baseline = run.store.baseline()
     best = run.store.best()
     final = run.final or {}
     best_test = (final.get("best") or {}).get("primary")

@@ -16,12 +16,11 @@ from typing import Any
 import yaml
 
 from benchmark.common.errors import UserError
-from benchmark.records.journal import OK, BlobStore, Node
+from benchmark.records.journal import BASELINE_ID, OK, BlobStore, Node
 from benchmark.records.sweep_jobs import is_sweep_dir, sweep_run_dirs
 from benchmark.scoring import keys
 
 SKIP_DIRS = {".multirun", "llm_cache", "blobs", "scratch", "best_solution", "metric_reports"}
-BASELINE_ID = "0000"
 
 
 @dataclass(frozen=True)
