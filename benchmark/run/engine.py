@@ -29,6 +29,7 @@ from benchmark.llm.accounting import Usage
 from benchmark.llm.client import LLMClient
 from benchmark.plugins.agent_api import Agent, OpContext, Policy
 from benchmark.plugins.manager import Registry
+from benchmark.records import owner
 from benchmark.records.journal import ABORTED, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
 from benchmark.run import summary as report
 from benchmark.run.budget import Counters
@@ -167,6 +168,7 @@ class Run:
 
     def _run_to_end(self, agent: Agent, loaded: Loaded) -> dict[str, Any]:
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        owner.claim(self.run_dir)  # readers (the viewer) tell a live run from one killed hard
         try:
             with self.display:
                 self.display.line(report.banner(self))
@@ -203,6 +205,7 @@ class Run:
             self.display.line(f"interrupted; run the same command again to resume {self.run_dir}")
             raise
         finally:
+            owner.release(self.run_dir)
             signal.signal(signal.SIGTERM, previous)
 
     def identity(self) -> dict[str, Any]:
