@@ -62,7 +62,7 @@ const RB = (() => {
     const width = Math.max(360, Math.min(box.clientWidth || 900, 1400));
     return new uPlot({
       width, height: 280, scales: {x: {time: false}},
-      axes: [{label: xLabel}, {label: yLabel, size: 70}],
+      axes: [{label: xLabel, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]}, {label: yLabel, size: 70}],
       series: [{label: xLabel}, ...series], cursor: {drag: {x: false, y: false}},
     }, data, box);
   }
@@ -88,5 +88,8 @@ const RB = (() => {
     return box;
   }
 
-  return {el, runPath, runHref, getJSON, num, seconds, ago, poll, chart, line, dots, diff, palette};
+  // "$? (model not in litellm's price map)" -> "$?"; the whole text goes in the cell's title
+  function shortCost(text) { return text ? text.split(" (")[0] : "–"; }
+
+  return {shortCost, el, runPath, runHref, getJSON, num, seconds, ago, poll, chart, line, dots, diff, palette};
 })();

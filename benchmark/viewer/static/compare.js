@@ -1,7 +1,7 @@
 "use strict";
 // Runs side by side: best-so-far curves on one chart, a summary table, each best solution's diff.
 (() => {
-  const {el, runHref, getJSON, num, poll, chart, line, diff} = RB;
+  const {el, runHref, getJSON, num, poll, chart, line, diff, shortCost} = RB;
   const ids = [...document.querySelectorAll("#compared li")].map((li) => li.dataset.runId);
   let signature = "";
 
@@ -18,14 +18,15 @@
     return [xs, ...series];
   }
 
-  function label(r) { return `${r.row.agent} · ${r.row.task} · seed ${r.row.seed} (${r.row.id})`; }
+  function label(r) { return `${r.row.agent} · seed ${r.row.seed} · ${r.row.id}`; }
 
   function render(d) {
     const notes = document.getElementById("notes");
     notes.textContent = "";
     for (const note of d.notes) notes.append(el("li", {text: note}));
     const metric = d.runs.length ? `${d.runs[0].row.metric} (${d.runs[0].row.direction || "?"} is better)` : "";
-    chart(document.getElementById("chart"), "experiments spent", metric, joined(d.runs),
+    document.getElementById("metric").textContent = metric;
+    chart(document.getElementById("chart"), "experiments spent", d.runs.length ? d.runs[0].row.metric : "", joined(d.runs),
       d.runs.map((r, i) => line(label(r), i)));
     const table = document.getElementById("summary");
     table.textContent = "";
@@ -33,10 +34,11 @@
     table.append(el("tr", {}, ...heads.map((h) => el("th", {text: h}))));
     for (const r of d.runs.map((x) => x.row)) {
       table.append(el("tr", {}, el("td", {}, el("a", {href: runHref(r.id), text: r.id})), el("td", {text: r.agent}),
-        el("td", {text: r.task}), el("td", {text: String(r.seed ?? "–")}), el("td", {text: r.model}),
+        el("td", {text: r.task}), el("td", {class: "num", text: String(r.seed ?? "–")}), el("td", {text: r.model}),
         el("td", {}, el("span", {class: `badge ${r.status}`, text: r.status})),
-        el("td", {text: `${r.experiments ?? "–"} / ${r.budget_experiments ?? "?"}`}), el("td", {text: num(r.best_val)}),
-        el("td", {text: num(r.test)}), el("td", {text: num(r.achievement, 3)}), el("td", {text: r.cost || "–"})));
+        el("td", {class: "num", text: `${r.experiments ?? "–"} / ${r.budget_experiments ?? "?"}`}),
+        el("td", {class: "num", text: num(r.best_val)}), el("td", {class: "num", text: num(r.test)}),
+        el("td", {class: "num", text: num(r.achievement, 3)}), el("td", {class: "num", text: shortCost(r.cost), title: r.cost})));
     }
     const diffs = document.getElementById("diffs");
     diffs.textContent = "";

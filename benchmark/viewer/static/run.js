@@ -34,9 +34,8 @@
 
   function renderChart(d) {
     const x = d.curve.map((p) => p.x), best = d.curve.map((p) => p.best), val = d.curve.map((p) => p.val);
-    const metric = `${d.row.metric || "validation score"} (${d.row.direction || "?"} is better)`;
-    chart(document.getElementById("chart"), "experiments spent", metric, [x, best, val],
-      [line("best so far", 0), dots("node score")]);
+    chart(document.getElementById("chart"), "experiments spent", d.row.metric || "validation score", [x, best, val],
+      [line(`best so far (${d.row.direction || "?"} is better)`, 0), dots("node score")]);
   }
 
   function nodeButton(n, pending) {

@@ -1,7 +1,7 @@
 "use strict";
 // The runs list: every run under the results folder, grouped by sweep or folder; filter, sort, pick to compare.
 (() => {
-  const {el, runHref, getJSON, num, ago, poll} = RB;
+  const {el, runHref, getJSON, num, ago, poll, shortCost} = RB;
   const body = document.querySelector("#runs tbody");
   const state = {rows: [], key: "updated_at", dir: -1, selected: new Set()};
   const filter = document.getElementById("filter");
@@ -28,12 +28,12 @@
     });
     const budget = r.budget_experiments === null ? "" : ` / ${r.budget_experiments}`;
     return [el("td", {}, box), el("td", {}, el("a", {href: runHref(r.id), text: r.agent})),
-      el("td", {text: r.task}), el("td", {text: r.task_version}), el("td", {text: String(r.seed ?? "–")}),
+      el("td", {text: r.task}), el("td", {text: r.task_version}), el("td", {class: "num", text: String(r.seed ?? "–")}),
       el("td", {text: r.model}),
       el("td", {title: r.status_note || null}, el("span", {class: `badge ${r.status}`, text: r.status})),
-      el("td", {text: `${r.experiments ?? "–"}${budget}`}), el("td", {text: num(r.best_val)}),
-      el("td", {text: num(r.test)}), el("td", {text: num(r.achievement, 3)}), el("td", {text: r.cost || "–"}),
-      el("td", {text: ago(r.updated_at)})];
+      el("td", {class: "num", text: `${r.experiments ?? "–"}${budget}`}), el("td", {class: "num", text: num(r.best_val)}),
+      el("td", {class: "num", text: num(r.test)}), el("td", {class: "num", text: num(r.achievement, 3)}),
+      el("td", {class: "num", text: shortCost(r.cost), title: r.cost || null}), el("td", {text: ago(r.updated_at)})];
   }
 
   function render() {
