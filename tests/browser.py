@@ -9,11 +9,13 @@ must be watched while the data behind it changes. Debian's chromium speaks the p
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import select
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,13 @@ class BrowserError(Exception):
     pass
 
 
+def _high(fd: int) -> int:
+    """`fd` moved to a number of at least 100 (the old one closed)."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100)
+    os.close(fd)
+    return moved
+
+
 class Browser:
     """One headless Chromium with one page; use as a context manager."""
 
@@ -33,12 +42,15 @@ class Browser:
             raise BrowserError("chromium is not installed")
         commands_r, self._commands_w = os.pipe()
         self._replies_r, replies_w = os.pipe()
+        # the child's ends moved above the low numbers, so putting them on 3 and 4 cannot overwrite either
+        commands_r, replies_w = (_high(fd) for fd in (commands_r, replies_w))
         args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
                 "--remote-debugging-pipe", f"--user-data-dir={profile}", "about:blank"]
-        # the shell puts the two pipe ends on fds 3 and 4, where chromium expects them, then becomes chromium
-        self.proc = subprocess.Popen(["sh", "-c", 'exec "$@" 3<&"$R" 4>&"$W"', "sh", *args],
-                                     env={**os.environ, "R": str(commands_r), "W": str(replies_w)},
+        # a small Python puts the two pipe ends on fds 3 and 4, where chromium expects them, then becomes chromium
+        # (dash, the usual /bin/sh, cannot duplicate descriptors above 9)
+        place = "import os, sys; os.dup2(int(sys.argv[1]), 3); os.dup2(int(sys.argv[2]), 4); os.execv(sys.argv[3], sys.argv[3:])"
+        self.proc = subprocess.Popen([sys.executable, "-c", place, str(commands_r), str(replies_w), *args],
                                      pass_fds=(commands_r, replies_w), stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         os.close(commands_r)

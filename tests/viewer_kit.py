@@ -51,6 +51,8 @@ def append_node(run_dir: Path, node_id: str, parent: str, primary: float, plan: 
         journal.append({"kind": "finished", "node": node.to_dict(), "checkpoint": {"policy": None}})
         summary = json.loads((run_dir / "summary.json").read_text())
         summary["steps"]["nodes"] += 1
+        if summary["best"]["val"] is None or primary < summary["best"]["val"]:  # lower is better (golden_steps)
+            summary["best"].update(node=node_id, val=primary)  # as the engine's summary after each node
         write_json_atomic(run_dir / "summary.json", summary)
     else:
         journal.append({"kind": "pending", "id": node_id, "step": step, "operator": "improve", "parents": [parent]})
