@@ -146,6 +146,14 @@ def test_the_leaderboard_page_is_scorings_leaderboard_over_the_recordings() -> N
     assert all(r.where in stale for r in rows if r not in current)
 
 
+def test_a_single_run_folder_is_served_as_one_run(tmp_path: Path) -> None:
+    run_dir = finished_runs(tmp_path)[0]
+    client = TestClient(create_app(run_dir))
+    assert [r["id"] for r in client.get("/api/runs").json()["runs"]] == ["."]
+    assert client.get("/run/").status_code == 200  # a browser turns /run/. into /run/
+    assert len(client.get("/api/run/").json()["nodes"]) == 7 and client.get("/api/node/0001/").status_code == 200
+
+
 def test_only_get_and_no_traversal(client: TestClient, results: Path, tmp_path: Path) -> None:
     for method in ("POST", "PUT", "DELETE", "PATCH"):
         answer = client.request(method, "/api/runs")

@@ -64,7 +64,7 @@ class Viewer:
         return HTMLResponse(html, status_code=status)
 
     def folder(self, request: Request) -> RunFolder | Response:
-        run_id = request.path_params["run_id"]
+        run_id = request.path_params["run_id"] or "."  # RESULTS itself a run: browsers turn /run/. into /run/
         if not valid_run_id(run_id):
             return JSONResponse({"error": "not a run id (a path inside the results folder)"}, status_code=400)
         folder = self.catalog.get(run_id)

@@ -94,7 +94,8 @@ class Catalog:
         out = {}
         for path in sorted(runs):
             rel = self.results.relative(path) or "."
-            group = sweeps.get(os.path.realpath(path)) or (self.results.relative(path.parent) or ".")
+            folder = self.results.relative(path.parent) if path != root else ""
+            group = sweeps.get(os.path.realpath(path)) or folder or "."
             out[rel] = RunFolder(rel, path, group)
         return out
 
