@@ -35,6 +35,7 @@ LAYERS = {
     "agents": 4,
     "researchbench": 4,  # the public API for plugin authors: re-exports the layers below; nothing imports it
     "benchmark.run": 5,
+    "benchmark.viewer": 5,  # reads run records and scoring's leaderboard; never the engine (a sibling)
     "benchmark.launch": 6,
     "benchmark.authoring": 6,
     "benchmark.cli": 7,

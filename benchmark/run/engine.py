@@ -28,6 +28,7 @@ from benchmark.llm.accounting import Usage
 from benchmark.llm.client import LLMClient
 from benchmark.plugins.agent_api import Agent, OpContext, Policy
 from benchmark.plugins.manager import Registry
+from benchmark.records import owner
 from benchmark.records.journal import ABORTED, BASELINE_ID, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
 from benchmark.run import summary as report
 from benchmark.run.budget import Counters
@@ -166,6 +167,7 @@ class Run:
     def _run_to_end(self, agent: Agent, loaded: Loaded) -> dict[str, Any]:
         state = self.state
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        owner.claim(state.run_dir)  # readers (the viewer) tell a live run from one killed hard
         try:
             with state.display:
                 state.display.line(report.banner(state))
@@ -204,6 +206,7 @@ class Run:
             state.display.line(f"interrupted; run the same command again to resume {state.run_dir}")
             raise
         finally:
+            owner.release(state.run_dir)
             signal.signal(signal.SIGTERM, previous)
 
     def identity(self) -> dict[str, Any]:
