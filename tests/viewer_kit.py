@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterator
 
 from benchmark.records.journal import BlobStore, Journal, Node, write_json_atomic
+from benchmark.records.kinds import Checkpoint, Finished, Pending
 from conftest import HANG_TIMEOUT_S, REPO
 from scoring_runs import Step, write_run
 from test_scoring import golden_steps
@@ -48,14 +49,14 @@ def append_node(run_dir: Path, node_id: str, parent: str, primary: float, plan: 
                     files={"model.py": blobs.put(f"a = {primary}\n")}, diff=blobs.put(f"-a = 4\n+a = {primary}\n"),
                     executed=True, exit_code=0, seconds=1.5, stdout=blobs.put("ok\n"), stderr=blobs.put(""),
                     metrics={"score": primary}, primary=primary)
-        journal.append({"kind": "finished", "node": node.to_dict(), "checkpoint": {"policy": None}})
+        journal.append(Finished(node, Checkpoint(policy=None, counters={}, usage={})))
         summary = json.loads((run_dir / "summary.json").read_text())
         summary["steps"]["nodes"] += 1
         if summary["best"]["val"] is None or primary < summary["best"]["val"]:  # lower is better (golden_steps)
             summary["best"].update(node=node_id, val=primary)  # as the engine's summary after each node
         write_json_atomic(run_dir / "summary.json", summary)
     else:
-        journal.append({"kind": "pending", "id": node_id, "step": step, "operator": "improve", "parents": [parent]})
+        journal.append(Pending(id=node_id, step=step, operator="improve", at=0.0, parents=[parent]))
 
 
 @contextlib.contextmanager

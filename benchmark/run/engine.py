@@ -29,7 +29,8 @@ from benchmark.llm.client import LLMClient
 from benchmark.plugins.agent_api import Agent, OpContext, Policy
 from benchmark.plugins.manager import Registry
 from benchmark.records import owner
-from benchmark.records.journal import ABORTED, BASELINE_ID, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
+from benchmark.records.journal import BASELINE_ID, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
+from benchmark.records.kinds import Aborted, Checkpoint, Finished, Header, Pending
 from benchmark.run import summary as report
 from benchmark.run.budget import Counters
 from benchmark.run.config import config_hash, default_run_id, effective_budget
@@ -80,18 +81,17 @@ class Run:
         state.run_dir.mkdir(parents=True, exist_ok=True)
         loaded = state.journal.load()
         digest = config_hash(self.cfg)
-        if loaded.header and loaded.header["config_hash"] != digest:
+        if loaded.header and loaded.header.config_hash != digest:
             raise UserError(f"{state.run_dir} holds a run with a different configuration; "
                             f"pass run_id=<new name> or remove that directory")
         if loaded.header is None:
             (state.run_dir / "config.yaml").write_text(OmegaConf.to_yaml(self.cfg, resolve=True))
-            state.journal.append({"kind": "header", "config_hash": digest, "created_at": now(),
-                                 **state.provenance})
+            state.journal.append(Header(config_hash=digest, created_at=now(), provenance=state.provenance))
         for node in loaded.nodes:
             state.store.add(node)
         if loaded.checkpoint:
-            state.counters = Counters(**loaded.checkpoint["counters"])
-            state.usage = Usage.from_dict(loaded.checkpoint["usage"])
+            state.counters = Counters(**loaded.checkpoint.counters)
+            state.usage = Usage.from_dict(loaded.checkpoint.usage)
             state.wall_before = state.counters.wall_s
         state.final = loaded.final
         return loaded
@@ -176,14 +176,14 @@ class Run:
                 if loaded.nodes or loaded.pending:
                     again = f" (re-running {plural(len(loaded.pending), 'in-flight step')})" \
                         if loaded.pending else ""
-                    before = f"; it was aborted: {loaded.aborted['cause']}" if loaded.aborted else ""
+                    before = f"; it was aborted: {loaded.aborted.cause}" if loaded.aborted else ""
                     state.display.line(f"resuming {state.run_dir} at step {len(state.store)}{again}{before}")
                 if BASELINE_ID not in state.store:
                     self._baseline(agent)
                 scheduler = Scheduler(state, agent, self.parallel, next_step=max(loaded.next_step, 1),
                                       context=self.context, work=self.steps.step, finish=self.finish,
                                       max_unexecuted_in_a_row=self.cfg.budget.max_unexecuted_in_a_row)
-                state.stop_reason = scheduler.search([r for r in loaded.pending if r["id"] != BASELINE_ID])
+                state.stop_reason = scheduler.search([r for r in loaded.pending if r.id != BASELINE_ID])
                 silent = llm_never_answered(state.usage, self.llm.last_error) if self.llm is not None else None
                 if silent is not None:
                     raise silent
@@ -195,8 +195,8 @@ class Run:
             export_after_run(state.run_dir, state.display.line)
             return summary
         except InfrastructureFailure as exc:
-            state.journal.append({"kind": ABORTED, "cause": exc.cause, "fix": exc.fix, "source": exc.source,
-                                  "details": exc.details, "at": now()})
+            state.journal.append(Aborted(cause=exc.cause, fix=exc.fix, source=exc.source, details=exc.details,
+                                         at=now()))
             summary = self._write_summary("aborted", abort_cause=exc.cause)
             self.registry.notify("researchbench_on_run_end", summary=summary, run=self.identity())
             raise
@@ -241,7 +241,7 @@ class Run:
         files = {rel: data.decode() for rel, data in state.prepared.baseline_files().items()
                  if state.spec.is_editable(rel)}
         node = Node(id=BASELINE_ID, step=0, operator="baseline", created_at=now(), plan="the task's baseline")
-        state.journal.append({"kind": "pending", "id": node.id, "step": 0, "operator": "baseline", "at": now()})
+        state.journal.append(Pending(id=node.id, step=0, operator="baseline", at=now()))
         self.steps.execute(node, files, {})
         failed = baseline_failure(node, state.spec.name)
         if failed is not None:
@@ -267,11 +267,10 @@ class Run:
                 policy.observe(node, state.store)
             except Exception as exc:  # the scheduler stops the search and reports it
                 crash = exc
-        checkpoint = {"policy": policy.state_dict() if policy is not None else None,
-                      "counters": asdict(state.counters), "usage": state.usage.to_dict()}
-        record = node.to_dict()
-        state.journal.append({"kind": "finished", "node": record, "checkpoint": checkpoint})
-        self.registry.notify("researchbench_on_node", node=record, run=self.identity())
+        checkpoint = Checkpoint(policy=policy.state_dict() if policy is not None else None,
+                                counters=asdict(state.counters), usage=state.usage.to_dict())
+        state.journal.append(Finished(node, checkpoint))
+        self.registry.notify("researchbench_on_node", node=node.to_dict(), run=self.identity())
         self._write_summary("running")
         state.display.node_line(report.progress(self.state, node))
         return crash

@@ -10,13 +10,14 @@ from typing import Any
 
 from benchmark.common.safefs import discard_tree
 from benchmark.records.journal import BASELINE_ID, OK, now
+from benchmark.records.kinds import Final
 from benchmark.run import display as show
 from benchmark.run.experiment import run_phase
 from benchmark.run.state import RunState
 
 
 
-def final_test(run: RunState) -> dict[str, Any]:
+def final_test(run: RunState) -> Final:
     """Score the baseline and the best node on the hidden test set; returns the journal's final record."""
     best = run.store.best()
     baseline = run.store.get(BASELINE_ID)
@@ -41,4 +42,4 @@ def final_test(run: RunState) -> dict[str, Any]:
                           "peak_open_files": outcome.peak_open_files,
                           "stdout": run.blobs.put(outcome.stdout), "stderr": run.blobs.put(outcome.stderr)}
     discard_tree(run.run_dir / "scratch")
-    return {"kind": "final", "stop_reason": run.stop_reason, "at": now(), **results}
+    return Final(stop_reason=run.stop_reason, at=now(), baseline=results["baseline"], best=results["best"])

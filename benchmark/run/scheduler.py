@@ -23,10 +23,11 @@ import logging
 import queue
 import random
 import threading
-from typing import Any, Callable
+from typing import Callable
 
 from benchmark.plugins.agent_api import Action, Agent, OpContext, Policy
 from benchmark.records.journal import Node, now
+from benchmark.records.kinds import Abandoned, Pending, PolicyCrash
 from benchmark.run.budget import launch_blocker
 from benchmark.run.state import RunState
 from benchmark.run.worker import StepResult, crash_report
@@ -58,12 +59,10 @@ class Scheduler:
         self.results: queue.Queue[tuple[Node, StepResult | BaseException]] = queue.Queue()
         self.halt = ""  # a reason to launch nothing more, whatever the budget says
 
-    def search(self, resumed: list[dict[str, Any]]) -> str:
+    def search(self, resumed: list[Pending]) -> str:
         """Search until the budget or the agent says stop; returns why it stopped."""
         for record in resumed:
-            action = Action(record["operator"], tuple(record.get("parents", ())), dict(record.get("hints", {})),
-                            record.get("tag", ""))
-            self._launch(record["step"], action)
+            self._launch(record.step, Action(record.operator, tuple(record.parents), dict(record.hints), record.tag))
         while True:
             while len(self.in_flight) < self.parallel and not self._blocker():
                 action = self._ask()
@@ -94,7 +93,7 @@ class Scheduler:
     def _policy_crashed(self, where: str, exc: Exception) -> None:
         log.error("policy.%s crashed", where, exc_info=exc)
         report = crash_report(exc)
-        self.run.journal.append({"kind": "policy_crash", "where": where, "traceback": report, "at": now()})
+        self.run.journal.append(PolicyCrash(where=where, traceback=report, at=now()))
         self.run.display.line(f"the policy crashed in {where}: {report}")
         self.halt = self.halt or f"the policy crashed in {where}: {report.splitlines()[0]}"
 
@@ -102,9 +101,8 @@ class Scheduler:
         run = self.run
         node = Node(id=node_id(step), step=step, operator=action.operator, parents=list(action.parents),
                     tag=action.tag, hints=dict(action.hints), created_at=now())
-        run.journal.append({"kind": "pending", "id": node.id, "step": step, "operator": action.operator,
-                            "parents": node.parents, "hints": node.hints, "tag": node.tag,
-                            "policy": self.agent.policy.state_dict(), "at": now()})
+        run.journal.append(Pending(id=node.id, step=step, operator=action.operator, at=now(), parents=node.parents,
+                                   hints=node.hints, tag=node.tag, policy=self.agent.policy.state_dict()))
         ctx = self.context(step, len(self.in_flight))
         run.store.claim(node)
         self.in_flight[node.id] = node
@@ -127,7 +125,7 @@ class Scheduler:
             raise result
         if result.abandoned:
             self.run.store.unclaim(node)
-            self.run.journal.append({"kind": "abandoned", "id": node.id, "reason": result.abandoned, "at": now()})
+            self.run.journal.append(Abandoned(id=node.id, reason=result.abandoned, at=now()))
             self.halt = result.abandoned
             return
         if result.stop:

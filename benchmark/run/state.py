@@ -15,6 +15,7 @@ from typing import Any
 from benchmark.executors.base import Executor
 from benchmark.llm.accounting import Usage
 from benchmark.records.journal import BlobStore, Journal, NodeStore
+from benchmark.records.kinds import Final
 from benchmark.run.budget import Counters
 from benchmark.run.display import Display
 from benchmark.tasks.manifest import Budget, TaskSpec
@@ -41,7 +42,7 @@ class RunState:
     counters: Counters = field(default_factory=Counters)
     usage: Usage = field(default_factory=Usage)
     stop_reason: str = ""
-    final: dict[str, Any] | None = None  # the journal's final record, once the hidden test ran
+    final: Final | None = None  # the journal's final record, once the hidden test ran
     started: float = field(default_factory=time.monotonic)
     wall_before: float = 0.0  # wall seconds spent before this process resumed the run
 

@@ -99,8 +99,8 @@ def build(run: RunState, status: str, abort_cause: str | None = None) -> dict[st
     spec, counters, budget = run.spec, run.counters, run.budget
     baseline = run.store.baseline()
     best = run.store.best()
-    final = run.final or {}
-    best_test = (final.get("best") or {}).get("primary")
+    final = run.final
+    best_test = final.score("best") if final is not None else None
     summary: dict[str, Any] = {
         "status": status,
         "agent": run.agent,
@@ -115,11 +115,11 @@ def build(run: RunState, status: str, abort_cause: str | None = None) -> dict[st
                    "floor": spec.metric.floor, "target": spec.metric.target,
                    "best_possible": spec.metric.best_possible},
         "noise": spec.noise.record() if spec.noise is not None else None,  # what agents were told (scorer notes)
-        "baseline": {"val": _val(baseline), "test": (final.get("baseline") or {}).get("primary")},
+        "baseline": {"val": _val(baseline), "test": final.score("baseline") if final is not None else None},
         "best": {"node": best.id if best else None, "val": _val(best), "test": best_test,
                  "achievement_test": achievement(spec.metric, best_test) if best_test is not None else None,
                  "normalized_test": spec.metric.normalized(best_test) if best_test is not None else None,
-                 "test_error": (final.get("best") or {}).get("error") or None},
+                 "test_error": (final.best.get("error") if final is not None else None) or None},
         "steps": {"experiments": counters.experiments, "nodes": len(run.store), "by_status": counters.statuses},
         "budget": {
             "limits": {"experiments": budget.steps, "compute_hours": budget.compute_hours, "usd": budget.usd,
@@ -131,7 +131,7 @@ def build(run: RunState, status: str, abort_cause: str | None = None) -> dict[st
                      "unknown_cost_calls": run.usage.unknown_cost_calls},
         },
         "wall_seconds": round(run.wall_seconds(), 1),
-        "stop_reason": final.get("stop_reason") or run.stop_reason or None,
+        "stop_reason": (final.stop_reason if final is not None else "") or run.stop_reason or None,
         "llm": run.usage.to_dict(),
         "provenance": run.provenance,
         "updated_at": now(),

@@ -21,6 +21,7 @@ import yaml
 
 from benchmark.common.inert_text import inert
 from benchmark.llm.accounting import cost_text
+from benchmark.records.journal import BASELINE_ID
 from benchmark.records.sweep_jobs import JOB_RECORD, SWEEP_MARK
 from benchmark.scoring.keys import llm_source
 from benchmark.scoring.runs import SKIP_DIRS
@@ -153,7 +154,7 @@ def row_fields(folder: RunFolder, summary: dict[str, Any], config: dict[str, Any
     metric = summary.get("metric") if isinstance(summary.get("metric"), dict) else {}
     uses_llm = summary.get("uses_llm")
     asks = bool(uses_llm) if isinstance(uses_llm, bool) else any(n.get("llm_calls") for n in journal.finished.values())
-    executed = sum(1 for n in journal.finished.values() if n.get("executed") and n.get("id") != "0000")
+    executed = sum(1 for n in journal.finished.values() if n.get("executed") and n.get("id") != BASELINE_ID)
     unpriced = used.get("unknown_cost_calls")
     return {
         "id": folder.id, "group": folder.group,

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark.records.journal import ABORTED
+from benchmark.records.kinds import (Aborted, Abandoned, BadRecord, Final, Finished, Header, Pending, Record,
+                                     parse_lines)
 from benchmark.viewer.files import Results
 
 JOURNAL, RECORDED_JOURNAL = "journal.jsonl", "journal.jsonl.gz"
@@ -37,34 +37,31 @@ class JournalView:
     offset: int = 0  # bytes of the file parsed (complete lines only)
     identity: tuple[int, int] = (0, 0)  # (inode, device) of the file parsed
 
-    def add(self, record: Any, number: int) -> None:
-        if not isinstance(record, dict):
-            self.notes.append(f"journal line {number} is not a record (skipped)")
-            return
-        kind = record.get("kind")
-        if kind == "header":
-            self.header = record
-        elif kind == "pending" and isinstance(record.get("id"), str):
-            self.pending[record["id"]] = record
-        elif kind == "finished" and isinstance(record.get("node"), dict) and isinstance(record["node"].get("id"), str):
-            node_id = record["node"]["id"]
-            self.finished[node_id] = record["node"]
-            checkpoint = record.get("checkpoint")
-            self.checkpoints[node_id] = checkpoint if isinstance(checkpoint, dict) else {}
-            self.pending.pop(node_id, None)
-        elif kind == "abandoned" and isinstance(record.get("id"), str):
-            self.pending.pop(record["id"], None)
-        elif kind == "final":
-            self.final = record
-        elif kind == ABORTED:
-            self.aborted = record
+    def add(self, record: Record) -> None:
+        """Fold one parsed record in; the page works on their JSON form, the one it serves."""
+        if isinstance(record, Header):
+            self.header = record.to_json()
+        elif isinstance(record, Pending):
+            self.pending[record.id] = record.to_json()
+        elif isinstance(record, Finished):
+            self.finished[record.node.id] = record.node.to_dict()
+            self.checkpoints[record.node.id] = asdict(record.checkpoint)
+            self.pending.pop(record.node.id, None)
+        elif isinstance(record, Abandoned):
+            self.pending.pop(record.id, None)
+        elif isinstance(record, Final):
+            self.final = record.to_json()
+        elif isinstance(record, Aborted):
+            self.aborted = record.to_json()
 
     def parse(self, data: bytes, first_line: int) -> None:
-        for number, line in enumerate(data.splitlines(), first_line):
-            try:
-                self.add(json.loads(line), number)
-            except ValueError:
-                self.notes.append(f"journal line {number} is not valid JSON (skipped)")
+        """Complete lines only, through the journal's one parser (benchmark/records/kinds.py); a line that is
+        not a record is skipped with a note, never fatal: the page shows what it can."""
+        for number, record in parse_lines(data, first_line):
+            if isinstance(record, BadRecord):
+                self.notes.append(f"journal line {number} is not a valid record: {record} (skipped)")
+            elif record is not None:
+                self.add(record)
 
 
 class JournalCache:
