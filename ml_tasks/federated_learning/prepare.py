@@ -9,23 +9,27 @@ Offline and deterministic (bundled digits, fixed seeds, uncompressed .npz with f
 The training part (60% per class) is split over the clients with label proportions drawn per class
 from Dirichlet(0.1) (Hsu et al. 2019), so most clients see only a few classes and shard sizes differ.
 
-Version 5.0.0: every device (scanner) is a hidden *distribution* of per-image effects, drawn once from
+Version 6.0.0: every device (scanner) is a hidden *distribution* of per-image effects, drawn once from
 NUISANCE_SEED (`draw_scanner`); each image gets its own draw from its device's distribution
-(`draw_effects`) and is rendered onto a CANVAS x CANVAS canvas (`render`):
+(`draw_effects`) and is rendered onto a CANVAS x CANVAS canvas (`observe`, then noise and clipping in `render`):
   - placement: the 8x8 digit is pasted at one of the (CANVAS - 7)^2 offsets, drawn from the device's own
     offset probabilities (Dirichlet(CONCENTRATION));
+  - pose: rotated (normal per image around the device's own median tilt, uniform in TILT, with its own
+    spread) and sheared (likewise, SLANT) about the centre of its square;
   - stroke: thickened by one pixel to the right, downwards, both or not at all, drawn from the device's
     own stroke probabilities (Dirichlet(CONCENTRATION));
-  - contrast: the canvas raised to a power gamma, log-normal per image around the device's own median
-    (log-uniform in GAMMA) with the device's own spread (uniform in GAMMA_SPREAD);
+  - response: the canvas raised to a power gamma (log-normal per image around the device's own median,
+    log-uniform in GAMMA, with its own spread); on FOLD_SHARE of the devices the response then folds over
+    (rises to its peak at a fold point drawn per image around the device's own, then falls by a depth of
+    the device's own towards full ink: strokes come out lighter in their middle than at their edges);
   - brightness: multiplied by a gain, log-normal per image around the device's median (log-uniform in
     GAIN) with the device's spread (uniform in GAIN_SPREAD);
-  - illumination: a linear ramp across the canvas, at a direction uniform per image and a strength
-    uniform in [0, the device's maximum] (uniform in RAMP), added;
-  - defects: stray pixels of the device's own (how many: uniform in DEFECTS; where: its own; each at a
-    level of its own, uniform in DEFECT_LEVEL), each lit on an image with the device's own probability
-    for that pixel (uniform in DEFECT_RATE) at its level times a per-image factor (uniform in
-    DEFECT_JITTER), added;
+  - light no digit explains, added: a linear illumination ramp (a random direction, a strength up to the
+    device's own, RAMP); stray pixels of the device's own (how many: DEFECTS; where, at what level and how
+    often: its own); and show-through: the sheet's other side, another digit of the same split, turned
+    over (side to side or top to bottom, the device's own), placed like a digit, blurred (the device's own
+    sd, SHOW_BLUR) and dimmed (log-normal per image around the device's own strength, SHOW_STRENGTH),
+    on a share of the images of the device's own (SHOW_RATE);
   - Gaussian pixel noise of the device's own sd (uniform in NOISE), then clipped to [0, 1].
 The ten training clients each scanned their shard with one device (devices 0..9). The validation and
 test images (20% per class each) were scanned by EVAL_DEVICES other devices drawn from the same
@@ -55,21 +59,33 @@ N_CLIENTS = 10
 ALPHA = 0.1
 MIN_SHARD = 30  # redraw the Dirichlet split until every client has at least this many examples
 SEED = 20261125
-NUISANCE_SEED = 20261215  # the devices and every image's effects (version 5.0.0); fixed: changing it changes the task
+NUISANCE_SEED = 20261128  # the devices and every image's effects (version 6.0.0); fixed: changing it changes the task
 FRACTIONS = (0.6, 0.2)  # train, val; the rest is test (stratified per class)
-CANVAS = 9  # 81 pixels: the pooled LDA's statistics (10 + 810 + 3,321 numbers) still fit one message
+CANVAS = 9  # 81 pixels
 EVAL_DEVICES = 10  # devices 10..19 scan the validation and test images; none scanned a training shard
 CONCENTRATION = 0.7  # Dirichlet concentration of a device's offset and stroke probabilities
-GAIN = (0.3, 1.0)
-GAIN_SPREAD = (0.1, 0.4)
-GAMMA = (0.5, 2.0)
-GAMMA_SPREAD = (0.0, 0.25)
-RAMP = (0.0, 0.4)
-DEFECTS = (6, 16)
-DEFECT_LEVEL = (0.25, 0.7)
-DEFECT_RATE = (0.2, 0.9)
+TILT = (-25.0, 25.0)  # a device's median rotation of the digit, degrees (per image: around it, TILT_SPREAD sd)
+TILT_SPREAD = (3.0, 12.0)
+SLANT = (-0.35, 0.35)  # a device's median shear of the digit (per image: around it, SLANT_SPREAD sd)
+SLANT_SPREAD = (0.0, 0.15)
+GAIN = (0.4, 1.0)
+GAIN_SPREAD = (0.1, 0.3)
+GAMMA = (0.6, 1.6)
+GAMMA_SPREAD = (0.0, 0.2)
+FOLD_SHARE = 0.5  # the share of devices whose response folds over: the darkest ink comes out dimmer than its edges
+FOLD_AT = (0.3, 0.6)  # a folding device's median fold point (per image: around it, FOLD_SPREAD sd)
+FOLD_SPREAD = (0.03, 0.12)
+FOLD_DEPTH = (0.5, 1.0)  # how far the darkest ink falls below the fold's peak
+RAMP = (0.0, 0.3)
+DEFECTS = (4, 12)
+DEFECT_LEVEL = (0.25, 0.6)
+DEFECT_RATE = (0.2, 0.8)
 DEFECT_JITTER = (0.6, 1.0)
-NOISE = (0.0, 0.05)
+SHOW_RATE = (0.5, 1.0)  # how often the other side of the sheet shows through
+SHOW_STRENGTH = (0.35, 0.8)  # its median strength, relative to full ink (per image: log-normal, SHOW_SPREAD)
+SHOW_SPREAD = (0.1, 0.3)
+SHOW_BLUR = (0.3, 0.9)  # sd (pixels) of the paper's blur of the other side
+NOISE = (0.0, 0.04)
 STROKES = ("as drawn", "thicker to the right", "thicker downwards", "thicker both ways")
 OFFSETS = [(dy, dx) for dy in range(CANVAS - 7) for dx in range(CANVAS - 7)]
 
@@ -104,23 +120,57 @@ def log_uniform(rng: np.random.Generator, bounds: tuple[float, float]) -> float:
 def draw_scanner(rng: np.random.Generator) -> dict[str, object]:
     """One device: the distribution its images' effects are drawn from."""
     n_defects = int(rng.integers(DEFECTS[0], DEFECTS[1] + 1))
+    folds = bool(rng.random() < FOLD_SHARE)
     return {"offset_p": rng.dirichlet([CONCENTRATION] * len(OFFSETS)),
             "stroke_p": rng.dirichlet([CONCENTRATION] * len(STROKES)),
+            "tilt": float(rng.uniform(*TILT)), "tilt_spread": float(rng.uniform(*TILT_SPREAD)),
+            "slant": float(rng.uniform(*SLANT)), "slant_spread": float(rng.uniform(*SLANT_SPREAD)),
             "gain": log_uniform(rng, GAIN), "gain_spread": float(rng.uniform(*GAIN_SPREAD)),
             "gamma": log_uniform(rng, GAMMA), "gamma_spread": float(rng.uniform(*GAMMA_SPREAD)),
+            "fold_at": float(rng.uniform(*FOLD_AT)) if folds else 1.0, "fold_spread": float(rng.uniform(*FOLD_SPREAD)),
+            "fold_depth": float(rng.uniform(*FOLD_DEPTH)),
             "ramp": float(rng.uniform(*RAMP)),
             "defect_pixels": rng.choice(CANVAS * CANVAS, n_defects, replace=False),
             "defect_level": rng.uniform(*DEFECT_LEVEL, n_defects),
             "defect_rate": rng.uniform(*DEFECT_RATE, n_defects),
+            "show_rate": float(rng.uniform(*SHOW_RATE)), "show_strength": float(rng.uniform(*SHOW_STRENGTH)),
+            "show_spread": float(rng.uniform(*SHOW_SPREAD)), "show_blur": float(rng.uniform(*SHOW_BLUR)),
+            "show_flip": int(rng.integers(0, 2)),  # the sheet turned over side to side (0) or top to bottom (1)
             "noise": float(rng.uniform(*NOISE))}
 
 
-def draw_effects(scanner: dict, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+def place(images: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """(n, 8, 8) images pasted onto blank canvases at their OFFSETS index: (n, CANVAS, CANVAS)."""
+    canvas = np.zeros((len(images), CANVAS, CANVAS))
+    for i, (dy, dx) in enumerate(np.asarray(OFFSETS)[offset]):
+        canvas[i, dy:dy + 8, dx:dx + 8] = images[i]
+    return canvas
+
+
+def blurred(canvas: np.ndarray, sd: float) -> np.ndarray:
+    """(n, CANVAS, CANVAS) canvases through a separable 3-tap Gaussian blur of sd `sd` (zero outside)."""
+    kernel = np.exp(-0.5 * (np.arange(-1, 2) / max(sd, 1e-3)) ** 2)
+    kernel /= kernel.sum()
+    pad = np.pad(canvas, ((0, 0), (1, 1), (1, 1)))
+    rows = sum(k * pad[:, i:i + CANVAS, :] for i, k in enumerate(kernel))
+    return sum(k * rows[:, :, i:i + CANVAS] for i, k in enumerate(kernel))
+
+
+def draw_effects(scanner: dict, n: int, backs: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """n images' own effects, drawn from the device's distribution: offset (an index into OFFSETS), stroke
-    (an index into STROKES), gamma, gain, the illumination ramp and the stray light (each (n, 81))."""
+    (an index into STROKES), gamma, the fold point (1: no fold) and depth, gain, and the light no digit explains
+    (each (n, 81)): the illumination ramp, the stray pixels and `backs` ((n, 8, 8): what is on the other side
+    of each sheet) showing through, turned over, blurred and dimmed."""
     offset = rng.choice(len(OFFSETS), n, p=scanner["offset_p"])
     stroke = rng.choice(len(STROKES), n, p=scanner["stroke_p"])
+    tilt = scanner["tilt"] + rng.normal(0.0, scanner["tilt_spread"], n)
+    slant = scanner["slant"] + rng.normal(0.0, scanner["slant_spread"], n)
     gamma = scanner["gamma"] * np.exp(rng.normal(0.0, scanner["gamma_spread"], n))
+    if scanner["fold_at"] < 1.0:
+        fold_at = np.clip(scanner["fold_at"] + rng.normal(0.0, scanner["fold_spread"], n), 0.2, 0.8)
+    else:
+        fold_at = np.ones(n)
+    fold_depth = scanner["fold_depth"] * rng.uniform(0.8, 1.0, n)
     gain = scanner["gain"] * np.exp(rng.normal(0.0, scanner["gain_spread"], n))
     angle = rng.uniform(0.0, 2 * np.pi, n)
     strength = rng.uniform(0.0, scanner["ramp"], n)
@@ -132,7 +182,38 @@ def draw_effects(scanner: dict, n: int, rng: np.random.Generator) -> dict[str, n
     lit = rng.random((n, len(scanner["defect_pixels"]))) < scanner["defect_rate"]
     level = scanner["defect_level"] * rng.uniform(*DEFECT_JITTER, size=lit.shape)
     stray[:, scanner["defect_pixels"]] = lit * level
-    return {"offset": offset, "stroke": stroke, "gamma": gamma, "gain": gain, "light": ramp + stray}
+    turned = backs[:, :, ::-1] if scanner["show_flip"] == 0 else backs[:, ::-1, :]
+    shows = rng.random(n) < scanner["show_rate"]
+    show = shows * scanner["show_strength"] * np.exp(rng.normal(0.0, scanner["show_spread"], n))
+    back = blurred(place(turned, rng.choice(len(OFFSETS), n, p=scanner["offset_p"])), scanner["show_blur"])
+    through = show[:, None] * back.reshape(n, -1)
+    return {"offset": offset, "stroke": stroke, "tilt": tilt, "slant": slant, "gamma": gamma, "fold_at": fold_at, "fold_depth": fold_depth,
+            "gain": gain, "light": ramp + stray + through}
+
+
+def warped(canvas: np.ndarray, offset: np.ndarray, tilt: np.ndarray, slant: np.ndarray) -> np.ndarray:
+    """(n, CANVAS, CANVAS) canvases with each digit rotated by its tilt (degrees) and sheared by its slant about
+    the centre of its 8x8 square (bilinear; zero outside the canvas)."""
+    n = len(canvas)
+    centre = np.asarray(OFFSETS, dtype=np.float64)[offset] + 3.5  # (n, 2): row, column
+    theta = np.deg2rad(tilt)
+    cos, sin = np.cos(theta), np.sin(theta)
+    rows, cols = np.meshgrid(np.arange(CANVAS, dtype=np.float64), np.arange(CANVAS, dtype=np.float64), indexing="ij")
+    dr = rows[None] - centre[:, 0, None, None]
+    dc = cols[None] - centre[:, 1, None, None]
+    # the inverse map: undo the rotation, then the shear (a column shift growing with the row)
+    ur = cos[:, None, None] * dr + sin[:, None, None] * dc
+    uc = -sin[:, None, None] * dr + cos[:, None, None] * dc
+    uc = uc - slant[:, None, None] * ur
+    src_r, src_c = ur + centre[:, 0, None, None], uc + centre[:, 1, None, None]
+    pad = np.pad(canvas, ((0, 0), (1, 2), (1, 2)))
+    r = np.clip(src_r + 1, 0, CANVAS + 1.999)
+    c = np.clip(src_c + 1, 0, CANVAS + 1.999)
+    r0, c0 = np.floor(r).astype(np.int64), np.floor(c).astype(np.int64)
+    fr, fc = r - r0, c - c0
+    i = np.arange(n)[:, None, None]
+    return ((1 - fr) * (1 - fc) * pad[i, r0, c0] + (1 - fr) * fc * pad[i, r0, c0 + 1]
+            + fr * (1 - fc) * pad[i, r0 + 1, c0] + fr * fc * pad[i, r0 + 1, c0 + 1])
 
 
 def thicken(canvas: np.ndarray, stroke: np.ndarray | int) -> np.ndarray:
@@ -147,13 +228,25 @@ def thicken(canvas: np.ndarray, stroke: np.ndarray | int) -> np.ndarray:
     return out
 
 
+def response(ink: np.ndarray, gamma: np.ndarray, fold_at: np.ndarray, fold_depth: np.ndarray) -> np.ndarray:
+    """A device's response to ink (n, d) in [0, 1] at each image's own contrast power and fold: rising to 1 at
+    the fold point, then falling by fold_depth at full ink (fold_at 1: no fold)."""
+    v = ink ** gamma[:, None]
+    t, depth = fold_at[:, None], fold_depth[:, None]
+    return np.where(v <= t, v / t, 1.0 - depth * (v - t) / np.maximum(1.0 - t, 1e-9))
+
+
+def observe(images: np.ndarray, effects: dict) -> np.ndarray:
+    """(n, 8, 8) digits through their own effects, before noise and clipping: (n, CANVAS * CANVAS)."""
+    placed = warped(place(images, effects["offset"]), effects["offset"], effects["tilt"], effects["slant"])
+    canvas = thicken(placed, effects["stroke"]).reshape(len(images), -1)
+    drawn = response(canvas, effects["gamma"], effects["fold_at"], effects["fold_depth"])
+    return drawn * effects["gain"][:, None] + effects["light"]
+
+
 def render(images: np.ndarray, scanner: dict, effects: dict, rng: np.random.Generator) -> np.ndarray:
     """(n, 8, 8) digits in [0, 1] through one device with their own effects: (n, CANVAS * CANVAS) float32."""
-    canvas = np.zeros((len(images), CANVAS, CANVAS))
-    for i, (dy, dx) in enumerate(np.asarray(OFFSETS)[effects["offset"]]):
-        canvas[i, dy:dy + 8, dx:dx + 8] = images[i]
-    drawn = thicken(canvas, effects["stroke"]).reshape(len(images), -1) ** effects["gamma"][:, None]
-    drawn = drawn * effects["gain"][:, None] + effects["light"]
+    drawn = observe(images, effects)
     noisy = drawn + rng.normal(0.0, scanner["noise"], size=drawn.shape)
     return np.clip(noisy, 0.0, 1.0).astype(np.float32)
 
@@ -178,11 +271,17 @@ def generate() -> dict[str, object]:
     for phase in ("val", "test"):  # each scored image through one unseen device, independent of its digit
         device[parts[phase]] = N_CLIENTS + nuisance.integers(0, EVAL_DEVICES, size=len(parts[phase]))
     x = np.zeros((len(y), CANVAS * CANVAS), dtype=np.float32)
+    part_of = np.empty(len(y), dtype=np.int64)
+    for p, rows in enumerate(parts.values()):
+        part_of[rows] = p
     effects = {"offset": np.zeros(len(y), np.int64), "stroke": np.zeros(len(y), np.int64),
-               "gamma": np.ones(len(y)), "gain": np.ones(len(y)), "light": np.zeros((len(y), CANVAS * CANVAS))}
+               "tilt": np.zeros(len(y)), "slant": np.zeros(len(y)), "gamma": np.ones(len(y)), "fold_at": np.ones(len(y)), "fold_depth": np.zeros(len(y)),
+               "gain": np.ones(len(y)), "light": np.zeros((len(y), CANVAS * CANVAS))}
     for k, scanner in enumerate(scanners):
         rows = np.flatnonzero(device == k)
-        drawn = draw_effects(scanner, len(rows), nuisance)
+        backs = np.array([nuisance.choice(np.setdiff1d(np.flatnonzero(part_of == part_of[r]), [r])) for r in rows],
+                         dtype=np.int64)  # the other side of each sheet: another digit of the same part
+        drawn = draw_effects(scanner, len(rows), images[backs], nuisance)
         for name, values in drawn.items():
             effects[name][rows] = values
         x[rows] = render(images[rows], scanner, drawn, nuisance)

@@ -11,7 +11,10 @@ The harness restores this file before every run. It owns the federation:
   fedlearn.py) runs in a fresh child process (`run_isolated`, from the harness's read-only
   `task_runtime.isolation`) that holds only what that party may see: a client its own shard, the
   broadcast model and its own private state; the server the updates, the shard sizes and its own state. No process can read the data folders once agent code runs;
-- every message and state is a dict of numeric arrays under a budget of numbers, checked here.
+- every message and state is a dict of numeric arrays under a budget of numbers, checked here;
+- `predict` is called on the inputs in chunks of 32 images, twice, in two orders
+  (`task_runtime.rowwise.predict_per_row`), and the run fails unless both passes give every image the same
+  label: a prediction depends on its own image alone (the inputs to predict are not training data).
 
 It writes `<out>/predictions.csv` (id, label): the final global model's class for every input.
 Nothing printed here is parsed as a metric.
@@ -32,6 +35,7 @@ import pandas as pd
 from task_runtime import (DriverArgs, DriverError, IsolationError, as_arrays, as_labels, driver_main, load_arrays,
                           load_labels, pick_device, read_npz, read_params, run_isolated, seed_everything,
                           warm_up_torch, write_predictions)
+from task_runtime.rowwise import predict_per_row
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -151,14 +155,19 @@ class Federation:
                      if (out / "state.npz").exists() else None)
         return new_model, new_state
 
-    def predict(self, model: Path, x: np.ndarray) -> np.ndarray:
+    def predict(self, model: Path, x: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """The global model's labels, each from its own image alone: `predict` is called on chunks of the
+        inputs, twice, in two orders that must agree (`predict_per_row`)."""
         def load() -> dict:
             seed_everything(self.seed * 100_003 + 99)
             return {"device": pick_device(), "model": load_arrays(model, MESSAGE_BUDGET, "the global model")}
 
         def work(inputs: dict, out: Path) -> None:
-            labels = as_labels(agent_module().predict(inputs["model"], x.copy(), dict(self.params), inputs["device"]),
-                               len(x), "predict")
+            module = agent_module()
+            labels = predict_per_row(
+                lambda batch: as_labels(module.predict(inputs["model"], batch, dict(self.params), inputs["device"]),
+                                        len(batch), "predict"),
+                x, ids, self.seed, "predict", unit="image", n_labels=10)
             np.save(out / "labels.npy", labels)
 
         return load_labels(self.call("predict", load, work) / "labels.npy", len(x), "predict")
@@ -167,7 +176,7 @@ class Federation:
         """A clean copy the parent wrote itself, so nothing a child left behind is passed on."""
         return save(self.scratch / f"{name}.npz", arrays) if arrays is not None else None
 
-    def run(self, x_eval: np.ndarray, phase: str) -> np.ndarray:
+    def run(self, x_eval: np.ndarray, ids: np.ndarray, phase: str) -> np.ndarray:
         rng = np.random.default_rng(self.seed)
         model = self.keep("model", self.init())
         client_states: dict[int, Path | None] = {}
@@ -184,7 +193,7 @@ class Federation:
             model = self.keep("model", new_model)
             server_state = self.keep("server_state", new_state)
             print(f"[{phase}] round {rnd}: clients {chosen}, {time.perf_counter() - t0:.2f} s", flush=True)
-        return self.predict(model, x_eval)
+        return self.predict(model, x_eval, ids)
 
 
 def run(args: DriverArgs) -> None:
@@ -195,7 +204,7 @@ def run(args: DriverArgs) -> None:
     started = time.perf_counter()
     federation = Federation(data, [data, inputs_path.parent], params, seed)
     try:
-        labels = federation.run(eval_inputs["x"], phase)
+        labels = federation.run(eval_inputs["x"], eval_inputs["id"], phase)
     except IsolationError as exc:
         raise DriverError(str(exc)) from None
     finally:
