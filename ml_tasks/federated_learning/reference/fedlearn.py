@@ -1,12 +1,13 @@
 """Reference solution used to show how far the scale can be climbed (never shown to agents; the task folder
 is masked).
 
-Version 5.0.0's clients scan their digits with devices of their own whose effects (placement, stroke,
-contrast, gain, illumination, stray pixels) vary from image to image, and the scored images come from
-ten other devices (see prepare.py). One-shot federated learning by sufficient statistics still pools
-the clients' data exactly, but only after each client has undone what it can of its own device, and
-`predict` does the same for an image whose device it has to guess (written for version 4.0.0, whose
-scored images came from the training devices; on version 5.0.0 the guess is at best a neighbour):
+Version 6.0.0's clients scan their digits with devices of their own whose effects (placement, pose, stroke,
+response to ink, gain, illumination, stray pixels, show-through) vary from image to image, and the scored
+images come from ten other devices (see prepare.py). One-shot federated learning by sufficient statistics
+still pools the clients' data exactly, but only after each client has undone what it can of its own
+device, and `predict` does the same for an image whose device it has to guess (written for version 4.0.0,
+whose scored images came from the training devices, and unchanged since; on versions 5 and 6 the guess is
+at best a neighbour). `predict` is a function of each image alone, as the driver requires:
 
 - client: its background, estimated per pixel as the mean of the shard's lowest fifth of values (kept
   where it exceeds BACKGROUND_MIN: a pixel every image of the shard lights), and its gain (the shard's
