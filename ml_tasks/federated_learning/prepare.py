@@ -61,7 +61,7 @@ MIN_SHARD = 30  # redraw the Dirichlet split until every client has at least thi
 SEED = 20261125
 NUISANCE_SEED = 20261128  # the devices and every image's effects (version 6.0.0); fixed: changing it changes the task
 FRACTIONS = (0.6, 0.2)  # train, val; the rest is test (stratified per class)
-CANVAS = 9  # 81 pixels
+CANVAS = 9  # 81 pixels: the pooled LDA's statistics (10 + 810 + 3,321 numbers) still fit one message
 EVAL_DEVICES = 10  # devices 10..19 scan the validation and test images; none scanned a training shard
 CONCENTRATION = 0.7  # Dirichlet concentration of a device's offset and stroke probabilities
 TILT = (-25.0, 25.0)  # a device's median rotation of the digit, degrees (per image: around it, TILT_SPREAD sd)
@@ -158,9 +158,9 @@ def blurred(canvas: np.ndarray, sd: float) -> np.ndarray:
 
 def draw_effects(scanner: dict, n: int, backs: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """n images' own effects, drawn from the device's distribution: offset (an index into OFFSETS), stroke
-    (an index into STROKES), gamma, the fold point (1: no fold) and depth, gain, and the light no digit explains
-    (each (n, 81)): the illumination ramp, the stray pixels and `backs` ((n, 8, 8): what is on the other side
-    of each sheet) showing through, turned over, blurred and dimmed."""
+    (an index into STROKES), tilt (degrees) and slant, gamma, the fold point (1: no fold) and depth, gain, and
+    the light no digit explains (each (n, 81)): the illumination ramp, the stray pixels and `backs` ((n, 8, 8):
+    what is on the other side of each sheet) showing through, turned over, blurred and dimmed."""
     offset = rng.choice(len(OFFSETS), n, p=scanner["offset_p"])
     stroke = rng.choice(len(STROKES), n, p=scanner["stroke_p"])
     tilt = scanner["tilt"] + rng.normal(0.0, scanner["tilt_spread"], n)
@@ -187,8 +187,8 @@ def draw_effects(scanner: dict, n: int, backs: np.ndarray, rng: np.random.Genera
     show = shows * scanner["show_strength"] * np.exp(rng.normal(0.0, scanner["show_spread"], n))
     back = blurred(place(turned, rng.choice(len(OFFSETS), n, p=scanner["offset_p"])), scanner["show_blur"])
     through = show[:, None] * back.reshape(n, -1)
-    return {"offset": offset, "stroke": stroke, "tilt": tilt, "slant": slant, "gamma": gamma, "fold_at": fold_at, "fold_depth": fold_depth,
-            "gain": gain, "light": ramp + stray + through}
+    return {"offset": offset, "stroke": stroke, "tilt": tilt, "slant": slant, "gamma": gamma, "fold_at": fold_at,
+            "fold_depth": fold_depth, "gain": gain, "light": ramp + stray + through}
 
 
 def warped(canvas: np.ndarray, offset: np.ndarray, tilt: np.ndarray, slant: np.ndarray) -> np.ndarray:
@@ -275,7 +275,8 @@ def generate() -> dict[str, object]:
     for p, rows in enumerate(parts.values()):
         part_of[rows] = p
     effects = {"offset": np.zeros(len(y), np.int64), "stroke": np.zeros(len(y), np.int64),
-               "tilt": np.zeros(len(y)), "slant": np.zeros(len(y)), "gamma": np.ones(len(y)), "fold_at": np.ones(len(y)), "fold_depth": np.zeros(len(y)),
+               "tilt": np.zeros(len(y)), "slant": np.zeros(len(y)), "gamma": np.ones(len(y)),
+               "fold_at": np.ones(len(y)), "fold_depth": np.zeros(len(y)),
                "gain": np.ones(len(y)), "light": np.zeros((len(y), CANVAS * CANVAS))}
     for k, scanner in enumerate(scanners):
         rows = np.flatnonzero(device == k)
