@@ -11,7 +11,6 @@ the least important sections first (`text.assemble`).
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -185,15 +184,9 @@ def output_tail(ctx: OpContext, node: Node, limit: int) -> str:
 
 
 def task_text(ctx: OpContext) -> str:
-    """The task's description with this run's budget: a description states the manifest's defaults
-    ("10 experiments", "120 CPU-seconds"), and a run with `budget.steps=8` must not read 10 anywhere."""
-    text = ctx.task.description_text()
-    manifest, run = ctx.task.budget, ctx.budget
-    for unit, old, new in (("experiments", manifest.steps, run.steps),
-                           ("CPU-seconds", manifest.step_timeout_s, run.step_timeout_s)):
-        if old != new:
-            text = re.sub(rf"(?<![\d.]){re.escape(f'{old:g}')} {unit}\b", f"{new:g} {unit}", text, flags=re.IGNORECASE)
-    return text
+    """The task's description with this run's budget in its placeholders (`{{budget.steps}}` experiments,
+    ...): a run with `budget.steps=8` must not read the manifest's 10 anywhere."""
+    return ctx.task.description_text(ctx.budget)
 
 
 def task_section(ctx: OpContext) -> Section:

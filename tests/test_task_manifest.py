@@ -7,6 +7,7 @@ that turns a clear error into a traceback or a silent default fails here.
 from __future__ import annotations
 
 import copy
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -228,6 +229,30 @@ def test_schema_version(tmp_path: Path) -> None:
 
 def test_budget_bounds(tmp_path: Path) -> None:
     expect_error(tmp_path, broken(lambda r: r["budget"].update(steps=0)), key="budget")
+
+
+def test_a_description_states_its_budget_through_placeholders_rendered_from_the_given_budget(tmp_path) -> None:
+    task_dir = write_task(tmp_path, VALID)
+    (task_dir / "description.md").write_text("{{budget.steps}} experiments, {{ budget.step_timeout_s }} CPU-seconds "
+                                             "per run (the final test run {{budget.test_timeout_s}}).\n")
+    spec = load_task(task_dir)
+    assert spec.description_text() == "3 experiments, 10 CPU-seconds per run (the final test run 20).\n"
+    run = replace(spec.budget, steps=7, step_timeout_s=30.0, test_timeout_s=45.0)
+    assert spec.description_text(run) == "7 experiments, 30 CPU-seconds per run (the final test run 45).\n"
+    (task_dir / "description.md").write_text("you have {{budget.experiments}} tries\n")
+    with pytest.raises(UserError) as info:
+        load_task(task_dir)
+    message = str(info.value)
+    assert "\n" not in message and "'description'" in message
+    assert "{{budget.experiments}}" in message and "steps" in message
+
+
+def test_the_runs_budget_overrides_cover_every_budget_field() -> None:
+    """The manifest's Budget lists the fields once; the run's overrides (a Hydra schema) must name each."""
+    from benchmark.run.config import BudgetConfig
+    from benchmark.tasks.manifest import BUDGET_FIELDS
+
+    assert set(BUDGET_FIELDS) <= {f.name for f in fields(BudgetConfig)}
 
 
 @pytest.mark.parametrize("mutate, key", [

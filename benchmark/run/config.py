@@ -19,7 +19,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from benchmark.common.domains import domain
 from benchmark.llm.config import LLMConfig
 from benchmark.plugins.manager import Registry
-from benchmark.tasks.manifest import Budget
+from benchmark.tasks.manifest import BUDGET_FIELDS, Budget
 
 
 @dataclass
@@ -29,7 +29,8 @@ class TaskConfig:
 
 @dataclass
 class BudgetConfig:
-    """Overrides of the task manifest's budget for this run (None = the manifest's value)."""
+    """Overrides of the task manifest's budget for this run (None = the manifest's value): one per field of
+    the manifest's Budget (benchmark/tasks/manifest.py; a test keeps the two in step), plus the run's own."""
 
     steps: Optional[int] = domain(None, ge=1)
     compute_hours: Optional[float] = domain(None, gt=0)
@@ -77,8 +78,7 @@ def register_configs(registry: Registry) -> None:
 
 def effective_budget(manifest: Budget, overrides: BudgetConfig) -> Budget:
     """The manifest's budget with this run's overrides applied."""
-    changes = {k: getattr(overrides, k) for k in ("steps", "compute_hours", "usd", "step_timeout_s", "test_timeout_s")
-               if getattr(overrides, k) is not None}
+    changes = {k: getattr(overrides, k) for k in BUDGET_FIELDS if getattr(overrides, k) is not None}
     return Budget(**{**manifest.__dict__, **changes})
 
 

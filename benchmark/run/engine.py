@@ -56,7 +56,10 @@ class Run:
         self.cfg, self.registry = cfg, registry
         check_values(cfg)  # the CLI checked them already; a run started from code is checked here
         self.parallel: int = cfg.parallel
-        spec = load_task(registry.tasks[cfg.task.name])
+        manifest = load_task(registry.tasks[cfg.task.name])
+        # the task as this run has it: the manifest with the run's budget overrides, the one meaning of
+        # `task.budget` everywhere (the agent's build, every operator's ctx.task, the description's numbers)
+        spec = replace(manifest, budget=effective_budget(manifest.budget, cfg.budget))
         self.agent_spec = registry.agents[cfg.agent.name]
         problem = llm_problem(self.agent_spec, cfg)  # refused before anything is written: no empty run dir
         if problem:
@@ -66,7 +69,7 @@ class Run:
         blobs = BlobStore(run_dir / "blobs")
         self.state = RunState(
             spec=spec, agent=self.agent_spec.name, uses_llm=bool(self.agent_spec.uses_llm), seed=cfg.seed,
-            run_dir=run_dir, budget=effective_budget(spec.budget, cfg.budget), prepared=open_prepared(spec),
+            run_dir=run_dir, budget=spec.budget, prepared=open_prepared(spec),
             blobs=blobs, journal=Journal(run_dir / "journal.jsonl"), store=NodeStore(blobs, spec.metric),
             display=display or make_display(echo, cfg.quiet),
             provenance=report.provenance(spec, cfg))  # once: it shells out to git
@@ -107,7 +110,7 @@ class Run:
                 llm_cfg.cache_dir = str(Path(self.cfg.results_dir) / "llm_cache")
             self.llm = LLMClient(llm_cfg, state.usage)
         # the task as this run sees it: policies that plan by the budget (stages, phases) get the overrides
-        agent = self.agent_spec.build(agent_cfg, replace(state.spec, budget=state.budget))
+        agent = self.agent_spec.build(agent_cfg, state.spec)
         if policy_state is not None:
             agent.policy.load_state_dict(policy_state)
         return agent

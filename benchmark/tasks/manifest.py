@@ -67,6 +67,29 @@ class Budget:
         return self.test_timeout_s or 2 * self.step_timeout_s
 
 
+# The budget's fields and their types, read off the dataclass: the manifest's schema, the run's overrides
+# (benchmark/run/config.py) and the description's placeholders all take them from here.
+BUDGET_FIELDS: dict[str, type] = {f.name: {"int": int, "float": float}[str(f.type)] for f in fields(Budget)}
+_PLACEHOLDER = re.compile(r"\{\{\s*budget\.(\w+)\s*\}\}")
+
+
+def render_budget(text: str, budget: Budget) -> str:
+    """`{{budget.<field>}}` in a task description, as this budget's value (`test_timeout_s`: the final test's
+    limit, its default applied); an unknown field is a manifest error (`budget_placeholder_problem`)."""
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return f"{budget.final_test_timeout_s() if name == 'test_timeout_s' else getattr(budget, name):g}"
+    return _PLACEHOLDER.sub(value, text)
+
+
+def budget_placeholder_problem(text: str) -> str:
+    """The first placeholder naming no budget field, as a fix; "" when all are fine."""
+    for match in _PLACEHOLDER.finditer(text):
+        if match.group(1) not in BUDGET_FIELDS:
+            return f"{match.group(0)} names no budget field; use one of {', '.join(BUDGET_FIELDS)}"
+    return ""
+
+
 @dataclass(frozen=True)
 class Requirement:
     pip: str  # a pip requirement specifier, e.g. "econml>=0.15"
@@ -204,8 +227,10 @@ class TaskSpec:
     def is_editable(self, relpath: str) -> bool:
         return any(fnmatch.fnmatchcase(relpath, pattern) for pattern in self.editable)
 
-    def description_text(self) -> str:
-        return (self.task_dir / self.description).read_text()
+    def description_text(self, budget: Budget | None = None) -> str:
+        """The description with its budget placeholders (`{{budget.steps}}`, ...) rendered from `budget`, by
+        default this spec's: a run's task (its overrides applied) reads its own numbers, never the defaults."""
+        return render_budget((self.task_dir / self.description).read_text(), budget or self.budget)
 
     @property
     def code_dir(self) -> Path:
@@ -371,9 +396,7 @@ def load_task(task_dir: Path) -> TaskSpec:
     if metric.best_possible is not None and metric.better(metric.target, metric.best_possible):
         raise reader.fail("metric.best_possible", "cannot be worse than the target")
 
-    budget = _build(reader, Budget, raw["budget"], "budget",
-                    {"steps": int, "compute_hours": float, "step_timeout_s": float, "usd": float,
-                     "test_timeout_s": float})
+    budget = _build(reader, Budget, raw["budget"], "budget", BUDGET_FIELDS)
     if budget.steps < 1 or budget.step_timeout_s <= 0:
         raise reader.fail("budget", "needs steps >= 1 and step_timeout_s > 0")
 
@@ -506,4 +529,6 @@ def load_task(task_dir: Path) -> TaskSpec:
     for rel in (spec.description, spec.code):
         if not (spec.task_dir / rel).exists():
             raise reader.fail("description" if rel == spec.description else "code", f"points at {rel}, which does not exist")
+    if problem := budget_placeholder_problem((spec.task_dir / spec.description).read_text()):
+        raise reader.fail("description", problem)
     return spec
