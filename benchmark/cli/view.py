@@ -1,0 +1,27 @@
+"""`researchbench view [RESULTS]` (= `python run_agent_benchmark.py view ...`): the live viewer over runs.
+
+The viewer is its own package, `benchmark.viewer`, imported only here and only when asked for, so every
+other command works in a version (or an install) without it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+NOT_INSTALLED = ("the viewer is not installed in this version of researchbench (no benchmark.viewer package); "
+                 "each run's report.html is its offline view")
+
+
+def main(argv: list[str]) -> int:
+    """Hand the arguments to `benchmark.viewer.main`; without the viewer, one line and exit 2."""
+    try:
+        from benchmark.viewer import main as viewer_main
+    except ModuleNotFoundError as exc:
+        if exc.name in ("benchmark.viewer", "benchmark"):
+            print(f"error: {NOT_INSTALLED}", file=sys.stderr)
+        else:  # the viewer is here but a package it needs is not
+            print(f"error: the viewer needs the Python package '{exc.name}', which is not installed "
+                  f"(install researchbench from requirements/lock.txt with the viewer's extra; README.md)",
+                  file=sys.stderr)
+        return 2
+    return int(viewer_main(argv) or 0)
