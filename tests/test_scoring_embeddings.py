@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -115,6 +116,7 @@ def test_without_the_metrics_extra_the_note_says_how_to_install_it(tmp_path: Pat
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    monkeypatch.setitem(sys.modules, "torch", None)  # and importing it fails, as where it is not installed
     with pytest.raises(EmbeddingUnavailable) as exc:
         Embedder(cache_dir=tmp_path / "cache").embed(["def f(): pass"])
     assert str(exc.value) == ("the exploration metrics need torch, so they are left empty; install the metrics "

@@ -132,9 +132,9 @@ class Embedder:
 
     def _compute(self, texts: list[str]) -> list[np.ndarray]:
         """Embed texts (all cache misses): every chunk of every text, batched by length."""
+        self._ensure_model()  # first: without torch it says how to install the metrics extra
         import torch
 
-        self._ensure_model()
         tok = self._tokenizer
         ids = tok(texts, add_special_tokens=False, verbose=False)["input_ids"]
         cls_id, sep_id = tok.cls_token_id, tok.sep_token_id if tok.sep_token_id is not None else tok.eos_token_id
