@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--no-html", action="store_true")
     parser.add_argument("--mlflow", nargs="?", const="", metavar="URI",
                         help="also log each run to MLflow: a tracking URI or a local folder (default: mlruns/ "
-                             "in the output folder); re-exporting updates, never duplicates (pip install -e "
-                             "'.[tracking]')")
+                             "in the output folder); re-exporting updates, never duplicates (the tracking extra: "
+                             "pip install -c requirements/lock.txt -e '.[tracking]')")
     parser.add_argument("--leaderboard", nargs="?", const=LEADERBOARD, type=Path, metavar="FILE",
                         help="write the leaderboard of the recorded strong-LLM runs under RESULTS (e.g. "
                              f"examples/recorded) to FILE (default {LEADERBOARD.relative_to(REPO_ROOT)}) and stop")
