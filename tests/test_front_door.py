@@ -151,3 +151,13 @@ def test_the_root_scripts_keep_their_job_names() -> None:
     proc = run_cli("--cfg", "hydra")
     assert proc.returncode == 0, proc.stderr
     assert "    name: run_agent_benchmark\n" in proc.stdout
+
+
+def test_version_help_and_list_load_neither_hydra_nor_the_engine() -> None:
+    probe = ("import sys\nfrom benchmark.cli.main import main\n"
+             "assert main(['--version']) == main(['--help']) == main(['list', 'executors']) == 0\n"
+             "print('LOADED', [m for m in ('hydra', 'benchmark.run.engine', 'benchmark.scoring.pipeline', 'torch') "
+             "if m in sys.modules])\n")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "LOADED []"
