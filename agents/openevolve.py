@@ -232,10 +232,10 @@ class OpenEvolvePolicy:
 
 
 # -- the operator ----------------------------------------------------------------------------------
-JOB = ("Improve the current program on {metric} ({direction} is better). Learn from the previous attempts, "
-       "the top programs and the inspirations above. Programs are kept in a grid by code length and by how "
-       "different they are from the rest, so a working alternative approach earns its place even before it "
-       "is the best. Make targeted changes as SEARCH/REPLACE blocks; do not rewrite whole files.")
+JOB = ("Improve the current program on {metric} ({direction} is better). {learn} Programs are kept in a grid by "
+       "code length and by how different they are from the rest, so a working alternative approach earns its "
+       "place even before it is the best. Make targeted changes as SEARCH/REPLACE blocks; do not rewrite whole "
+       "files.")
 FIX = "The current program failed ({reason}); its output is above. Fix the cause first, then improve it if you can."
 
 
@@ -259,6 +259,14 @@ def _programs_section(ctx: OpContext, title: str, entries: list[list[str]], curr
     return Section(title, variants if nodes else [""], priority)
 
 
+def _learn_from(sources: list[str]) -> str:
+    """Name only the context sections this prompt holds: an early prompt has no other programs to learn from."""
+    if not sources:
+        return "No other program has been tried yet: this is the first evolution of this island."
+    listed = sources[0] if len(sources) == 1 else ", ".join(sources[:-1]) + " and " + sources[-1]
+    return f"Learn from {listed} above."
+
+
 def build_messages(ctx: OpContext, parent: Node, action: Action, cfg: OpenEvolveConfig) -> list[dict[str, str]]:
     hints, files = action.hints, ctx.store.files(parent)
     island = hints.get("island", 0)
@@ -266,7 +274,10 @@ def build_messages(ctx: OpContext, parent: Node, action: Action, cfg: OpenEvolve
     lines = [f"- node {n.id}, evolved from {n.parents[0]}: {prompts.result_line(ctx, n)}; "
              f"{summarize(n.plan, 300) or '(no plan)'}" for n in previous[::-1]]
     job = FIX.format(reason=parent.bug_reason or "error") + " " if parent.executed and parent.status != OK else ""
-    job += JOB.format(metric=ctx.task.metric.name, direction=ctx.task.metric.direction)
+    present = [name for name, there in (("the previous attempts", lines), ("the top programs", hints.get("top")),
+                                        ("the diverse programs", hints.get("diverse")),
+                                        ("the inspirations", hints.get("inspirations"))) if there]
+    job += JOB.format(metric=ctx.task.metric.name, direction=ctx.task.metric.direction, learn=_learn_from(present))
     drawn = {"explore": "drawn uniformly from the island", "exploit": "an elite from the archive",
              "weighted": "drawn in proportion to fitness", "best": "the best program overall: the island is empty"}
     where = f"Island {island} of {cfg.num_islands}; the current program is {drawn.get(hints.get('mode'), 'given')}."

@@ -22,7 +22,7 @@ from agents.tree import path_to_root
 from benchmark.common.moved import deprecated_names
 from benchmark.plugins.agent_api import Action, Analysis, Analyzer, OpContext, Operator, Proposal
 from benchmark.plugins.edits import apply_edits
-from benchmark.records.journal import OK, Node
+from benchmark.records.journal import BASELINE_ID, OK, Node
 
 EDIT_ROLES = ("draft", "improve", "debug", "crossover")
 
@@ -47,7 +47,7 @@ def build_messages(ctx: OpContext, role: str, parents: list[Node], cfg: PromptCo
         sections.append(prompts.solution_section(ctx, a, cfg, f"Solution A (your edits apply here; {_lineage(ctx, a)})"))
         sections.append(prompts.solution_section(ctx, b, cfg, f"Solution B ({_lineage(ctx, b)})"))
     else:
-        label = "The task's baseline (edit this)" if parent.id == "0000" else "Current solution (edit this)"
+        label = "The task's baseline (edit this)" if parent.id == BASELINE_ID else "Current solution (edit this)"
         sections.append(prompts.solution_section(ctx, parent, cfg, label))
     sections.append(prompts.job_section(ctx, role, cfg, parent, job))
     return [{"role": "system", "content": prompts.SYSTEM},

@@ -16,7 +16,7 @@ from benchmark.common.domains import domain
 from benchmark.common.errors import UserError
 from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
 from benchmark.plugins.manager import hookimpl
-from benchmark.records.journal import Node, NodeStore
+from benchmark.records.journal import BASELINE_ID, Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec
 
 
@@ -77,7 +77,7 @@ class OptunaPolicy(StatelessPolicy):
             except ValueError:  # e.g. a baseline value outside the declared space: not a trial of this study
                 continue
         trial = study.ask(self.distributions)
-        return Action("tune", ("0000",), hints={"params": trial.params})
+        return Action("tune", (BASELINE_ID,), hints={"params": trial.params})
 
 
 def tune(ctx: OpContext, parents: list[Node], action: Action) -> Proposal:

@@ -203,7 +203,7 @@ def task_section(ctx: OpContext) -> Section:
 
 def _cpu_clock(ctx: OpContext) -> bool:
     """Whether the executor limits CPU time (as the baseline ran); wall-clock otherwise."""
-    baseline = ctx.store.get("0000") if "0000" in ctx.store else None
+    baseline = ctx.store.baseline()
     return baseline is not None and baseline.clock == "cpu"
 
 
@@ -241,7 +241,7 @@ def setup_section(ctx: OpContext, commands: bool = False) -> Section:
     its rules; this section is the one place for this run's limits."""
     task, budget = ctx.task, ctx.budget
     res, metric = task.resources, task.metric
-    baseline = ctx.store.get("0000") if "0000" in ctx.store else None
+    baseline = ctx.store.baseline()
     best = ctx.store.best()
     scores = []
     if baseline is not None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from benchmark.plugins.agent_api import Action
-from benchmark.records.journal import Node, NodeStore
+from benchmark.records.journal import BASELINE_ID, Node, NodeStore
 
-ROOT = "0000"  # the baseline node every run starts from
+ROOT = BASELINE_ID  # the baseline node every run starts from: the root of every search tree
 
 
 def debug_depth(node: Node, store: NodeStore) -> int:

@@ -15,19 +15,20 @@ from benchmark.common.moved import deprecated_names
 from benchmark.common.version import package_version
 from benchmark.executors.base import Executor, Job, JobResult, Limits
 from benchmark.llm import LLMCall
-from benchmark.plugins.agent_api import (AGENT_API_VERSION, Action, Agent, AgentSpec, Analysis, Analyzer, OpContext,
-                                         Operator, Policy, Proposal, StatelessPolicy)
+from benchmark.plugins.agent_api import (AGENT_API_VERSION, Action, Agent, AgentSpec, Analysis, Analyzer, CommandResult,
+                                         OpContext, Operator, Policy, Proposal, StatelessPolicy)
 from benchmark.plugins.edits import apply_edits, format_instructions
 from benchmark.plugins.manager import API_ATTRIBUTE, ExecutorSpec, hookimpl
-from benchmark.records.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, Node, NodeStore
+from benchmark.records.journal import AGENT_FAILED, BASELINE_ID, BUGGY, EDIT_FAILED, NO_OP, OK, Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec, load_task
 
 __version__ = package_version()
 
-__all__ = ["AGENT_API_VERSION", "AGENT_FAILED", "API_ATTRIBUTE", "BUGGY", "EDIT_FAILED", "NO_OP", "OK", "Action", "Agent", "AgentSpec", "Analysis", "Analyzer", "Executor",
-           "ExecutorSpec", "Job", "JobResult", "LLMCall", "Limits", "Node", "NodeStore", "OpContext", "Operator",
-           "Policy", "Proposal", "StatelessPolicy", "TaskSpec", "UserError", "__version__", "apply_edits", "domain",
-           "format_instructions", "hookimpl", "load_task"]
+__all__ = ["AGENT_API_VERSION", "AGENT_FAILED", "API_ATTRIBUTE", "BASELINE_ID", "BUGGY", "EDIT_FAILED", "NO_OP", "OK",
+           "Action", "Agent", "AgentSpec", "Analysis", "Analyzer", "CommandResult", "Executor", "ExecutorSpec", "Job",
+           "JobResult", "LLMCall", "Limits", "Node", "NodeStore", "OpContext", "Operator", "Policy", "Proposal",
+           "StatelessPolicy", "TaskSpec", "UserError", "__version__", "apply_edits", "domain", "format_instructions",
+           "hookimpl", "load_task"]
 
 # name -> (what it now is, what to use instead): answered with a DeprecationWarning for one release
 _REMOVED: dict[str, tuple[object, str]] = {}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.records.journal import OK, BlobStore, Journal, Node, write_json_atomic
+from benchmark.records.kinds import Checkpoint, Final, Finished, Header, Pending
 
 
 @dataclass
@@ -48,7 +49,7 @@ def write_run(root: Path, agent: str, task: str, seed: int, steps: list[Step], *
     run_dir = Path(root) / agent / task / (run_id or f"seed{seed}-{budget_steps}")
     run_dir.mkdir(parents=True)
     blobs, journal = BlobStore(run_dir / "blobs"), Journal(run_dir / "journal.jsonl")
-    journal.append({"kind": "header", "config_hash": "x", "seed": seed, "task": task})
+    journal.append(Header(config_hash="x", created_at=0.0, provenance={"seed": seed, "task": task}))
     nodes: dict[str, Node] = {}
     best: Node | None = None
     usd = tokens = experiments = 0
@@ -77,12 +78,12 @@ def write_run(root: Path, agent: str, task: str, seed: int, steps: list[Step], *
         if node.status == OK and node.primary is not None and (
                 best is None or (node.primary > best.primary if direction == "higher" else node.primary < best.primary)):
             best = node
-        journal.append({"kind": "pending", "id": s.id, "step": number, "operator": s.operator})
-        journal.append({"kind": "finished", "node": node.to_dict(), "checkpoint": {"policy": None}})
+        journal.append(Pending(id=s.id, step=number, operator=s.operator, at=0.0))
+        journal.append(Finished(node, Checkpoint(policy=None, counters={}, usage={})))
     base = nodes.get("0000")
     if status == "finished":
-        journal.append({"kind": "final", "at": finished_at, "baseline": {"primary": baseline_test},
-                        "best": {"primary": best_test}})
+        journal.append(Final(stop_reason="", at=finished_at, baseline={"primary": baseline_test},
+                             best={"primary": best_test}))
     summary = {
         "status": status, "agent": agent, "uses_llm": agent != "optuna" if uses_llm is None else uses_llm,
         "task": task, "task_version": version, "domain": domain, "seed": seed,

@@ -192,3 +192,32 @@ def test_two_in_flight_fill_the_islands_and_spend_the_budget_exactly(toy, tmp_pa
     database = [r for r in records if r["kind"] == "finished"][-1]["checkpoint"]["policy"]
     assert database["programs"] == ["0000"] + [n["id"] for n in nodes]  # every result joined, in arrival order
     assert database["generations"] == [2, 1, 1]
+
+
+def test_the_evolve_job_names_only_the_program_sections_its_prompt_holds(tmp_path) -> None:
+    """A stateless call must not be told to learn from sections it never got (the first prompt has none)."""
+    import random as _random
+
+    from agents.openevolve import build_messages
+    from benchmark.plugins.agent_api import Action, OpContext
+    from benchmark.plugins.manager import get_registry
+    from benchmark.tasks.manifest import load_task
+
+    task = load_task(get_registry().tasks["causality"])
+    tree = Tree(tmp_path)
+    ctx = OpContext(task=task, store=tree.store, llm=None, rng=_random.Random(0), steps_left=5, budget=task.budget,
+                    compute_left_s=3000.0)
+    cfg = OpenEvolveConfig(data_preview=False)
+    baseline = tree.store.get("0000")
+
+    def job(hints: dict) -> str:
+        text = build_messages(ctx, baseline, Action("evolve", ("0000",), hints), cfg)[-1]["content"]
+        return text.split("# Your job", 1)[1]
+
+    first = job({"island": 0, "mode": "explore", "top": [], "diverse": [], "inspirations": []})
+    assert "Learn from" not in first and "first evolution" in first
+    child = tree.add("evolve", ("0000",), 2.0)
+    child.hints["island"] = 0
+    later = job({"island": 0, "mode": "explore", "top": [child.id], "diverse": [], "inspirations": [[child.id, ""]]})
+    assert "the previous attempts" in later and "the top programs" in later and "the inspirations" in later
+    assert "the diverse programs" not in later

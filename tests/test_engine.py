@@ -218,3 +218,15 @@ def test_step_limit_and_compute_budget_are_cpu_time_and_shown_to_the_agent(toy, 
     review = next(c for c in busy["llm_calls"] if c.get("purpose") == "analysis")
     assert f"{busy['cpu_seconds']:.1f} s CPU / {busy['seconds']:.1f} s wall" in prompt(review)
     assert "of the 3 s CPU limit: killed at the limit" in prompt(review)
+
+
+def test_a_death_by_signal_is_named_and_a_bare_sigkill_is_not_blamed_on_the_code() -> None:
+    """An agent read "exit code -9" as a bug of its own (openevolve on fairness): the step names the signal,
+    and for SIGKILL that no limit of the job explains, the likely cause and remedy."""
+    from benchmark.executors.base import JobResult
+    from benchmark.run.experiment import _job_problem
+
+    killed = _job_problem(JobResult(-9, False, 3.0), 120.0)
+    assert killed.startswith("exit code -9") and "SIGKILL" in killed and "memory" in killed
+    assert "SIGTERM" in _job_problem(JobResult(-15, False, 3.0), 120.0)
+    assert _job_problem(JobResult(1, False, 3.0), 120.0) == "exit code 1"

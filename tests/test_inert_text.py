@@ -21,6 +21,7 @@ from benchmark.run.display import Display, RichDisplay, Stats
 from benchmark.common.inert_text import (JOB_OUTPUT_BYTES, MAX_METRICS, METRIC_NAME, csv_safe, inert, install_log_filter,
                                   job_output)
 from benchmark.records.journal import OK, BlobStore, Journal, Node
+from benchmark.records.kinds import Checkpoint, Finished
 from conftest import MetricsAddedAfterEvaluation, journal_records, run_cli
 
 TITLE = "\x1b]0;pwned title\x07"
@@ -184,7 +185,7 @@ def test_hostile_job_output_and_metrics_are_sanitized_and_capped(toy, tmp_path: 
         _assert_inert(text, "the node")
     assert len(metrics_line(node)) < 20_000  # what a prompt shows of the metrics stays bounded
     journal = Journal(tmp_path / "journal.jsonl")
-    journal.append({"kind": "finished", "node": node.to_dict()})
+    journal.append(Finished(node, Checkpoint(policy=None, counters={}, usage={})))
     assert (tmp_path / "journal.jsonl").stat().st_size < 64_000
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.records.journal import OK, BlobStore, Journal, Node
+from benchmark.records.kinds import Checkpoint, Finished
 from benchmark.run.display import Display
 from conftest import MetricsAddedAfterEvaluation
 
@@ -26,5 +27,5 @@ def test_non_finite_secondary_metrics_never_reach_the_journal(toy, tmp_path: Pat
     assert node.feedback == ("the evaluator gave non-finite secondary metrics, left out of this node's metrics: "
                              "r2=nan, ratio=inf")
     journal = Journal(tmp_path / "journal.jsonl")
-    journal.append({"kind": "finished", "node": node.to_dict()})  # the journal refuses NaN: this must not raise
+    journal.append(Finished(node, Checkpoint(policy=None, counters={}, usage={})))  # the journal refuses NaN: this must not raise
     assert "NaN" not in (tmp_path / "journal.jsonl").read_text()

@@ -1,7 +1,7 @@
 """`researchbench view [RESULTS]` (= `python run_agent_benchmark.py view ...`): the live viewer over runs.
 
-The viewer is its own package, `benchmark.viewer`, imported only here and only when asked for, so every
-other command works in a version (or an install) without it.
+The viewer is its own package, `benchmark.viewer` (its server in the `view` extra), imported only here and only
+when asked for, so every other command works in an install without it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ def main(argv: list[str]) -> int:
         if exc.name in ("benchmark.viewer", "benchmark"):
             print(f"error: {NOT_INSTALLED}", file=sys.stderr)
         else:  # the viewer is here but a package it needs is not
-            print(f"error: the viewer needs the Python package '{exc.name}', which is not installed "
-                  f"(install researchbench from requirements/lock.txt with the viewer's extra; README.md)",
-                  file=sys.stderr)
+            print(f"error: the viewer needs the Python package '{exc.name}', which is not installed; install "
+                  f"the view extra: pip install -c requirements/lock.txt -e '.[view]'", file=sys.stderr)
         return 2
     return int(viewer_main(argv) or 0)

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from benchmark.executors.base import charged_seconds
+
 if TYPE_CHECKING:
     from benchmark.llm.accounting import LLMCall
     from benchmark.llm.client import LLMClient
-    from benchmark.records.journal import Node, NodeStore
-    from benchmark.run.commands import CommandResult
+    from benchmark.records.journal import BlobStore, Node, NodeStore
     from benchmark.tasks.manifest import Budget, TaskSpec
 
 # The version of what a plugin sees (these types, the hooks, OpContext's fields), "MAJOR.MINOR": a minor
@@ -50,6 +51,33 @@ class Proposal:
 
 
 @dataclass
+class CommandResult:
+    """What the agent sees of one shell command it ran between experiments (benchmark/run/commands.py runs it)."""
+
+    command: str
+    exit_code: int | None
+    timed_out: bool
+    seconds: float
+    stdout: str
+    stderr: str
+    refused: str = ""  # why the harness did not run it (compute budget spent, bad files); nothing ran
+    cpu_seconds: float | None = None  # CPU time of all its processes, where the executor measures it
+    clock: str = "wall"  # what its time limit measured (JobResult.clock)
+    peak_open_files: int | None = None  # most files its processes held at once, where the executor measures it
+
+    @property
+    def charged_seconds(self) -> float:
+        """What it costs the compute budget."""
+        return charged_seconds(self.seconds, self.cpu_seconds, self.clock)
+
+    def to_record(self, blobs: BlobStore) -> dict[str, Any]:
+        return {"kind": "command", "command": self.command[:2000], "exit_code": self.exit_code,
+                "timed_out": self.timed_out, "seconds": self.seconds, "cpu_seconds": self.cpu_seconds,
+                "clock": self.clock, "peak_open_files": self.peak_open_files, "refused": self.refused,
+                "stdout": blobs.put(self.stdout), "stderr": blobs.put(self.stderr)}
+
+
+@dataclass
 class OpContext:
     task: TaskSpec
     store: NodeStore  # read-only use: nodes, files, best
@@ -65,7 +93,7 @@ class OpContext:
     # python and the task's requirements as installed for jobs, taken once at run start
     # (benchmark.tasks.environment), so prompts name the APIs the experiment will really have
     libraries: dict[str, str] = field(default_factory=dict)
-    # run_command(files, shell_command, timeout_s) -> benchmark.run.commands.CommandResult: a shell command in
+    # run_command(files, shell_command, timeout_s) -> CommandResult: a shell command in
     # the val sandbox over `files`, no evaluator; its seconds are charged to compute and recorded on the
     # node by the harness (benchmark/run/commands.py). Set by the worker for each node.
     run_command: Callable[[dict[str, str], str, float], CommandResult] | None = None

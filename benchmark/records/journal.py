@@ -1,90 +1,34 @@
-"""The run's memory: an append-only, fsync'd JSONL journal of nodes plus a content-addressed blob store.
+"""The run's memory: an append-only, fsync'd JSONL journal of typed records plus a content-addressed blob store.
 
 Each node is written twice: a `pending` record before its operator runs (write-ahead: the action and
 the policy state after choosing it) and a `finished` record carrying the node and the run checkpoint
 (policy state, budget counters, LLM usage) in one line, so a node and the state that follows it can
 never be out of step. With several experiments in flight, finished records follow the order in which
-results arrived, and every pending record without a finished one is a node to re-run on resume. An
-`aborted` record says why a run stopped on an outage (benchmark/run/outage.py); the node it interrupted has
-no finished record, so resume re-runs it like any other in-flight node. File
-contents, logs, prompts and responses live in the blob store under their sha256, so storage grows
-with what changed, not with the size of the workspace.
+results arrived, and every pending record without a finished one is a node to re-run on resume. The
+record kinds and their fields live in benchmark/records/kinds.py (docs/records.md); this module writes
+them (`Journal.append`) and reads them (`read_records`, `Journal.load`). File contents, logs, prompts and
+responses live in the blob store under their sha256, so storage grows with what changed, not with the
+size of the workspace.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from benchmark.common.safefs import write_text_atomic
+from benchmark.records.kinds import (Aborted, Abandoned, BadRecord, Checkpoint, Final, Finished, Header, Pending,
+                                     Record, dumps, parse_lines)
+from benchmark.records.node import (AGENT_FAILED, BASELINE_ID, BUGGY, EDIT_FAILED, NO_OP, OK, PENDING,  # noqa: F401
+                                    Node)
 from benchmark.tasks.manifest import Metric
-
-# Node.status values
-OK = "ok"  # executed and scored
-BUGGY = "buggy"  # executed, but crashed, timed out or produced invalid predictions
-EDIT_FAILED = "edit_failed"  # the proposed edit did not parse or apply: no experiment spent
-NO_OP = "no_op"  # the edit changed nothing: no experiment spent
-AGENT_FAILED = "agent_failed"  # the LLM call or the operator itself failed: no experiment spent
-PENDING = "pending"  # claimed by the policy and in flight; only ever in NodeStore.pending()
-
-ABORTED = "aborted"  # journal record kind: the run stopped on an outage {cause, fix, source, details, at}
-
-
-@dataclass
-class Node:
-    id: str
-    step: int
-    operator: str
-    parents: list[str] = field(default_factory=list)
-    tag: str = ""
-    hints: dict[str, Any] = field(default_factory=dict)
-    plan: str = ""
-    files: dict[str, str] = field(default_factory=dict)  # editable relpath -> blob digest (full snapshot)
-    diff: str = ""  # blob digest of the unified diff against the first parent
-    status: str = ""
-    feedback: str = ""  # edit feedback or failure reason, shown to the agent next time
-    executed: bool = False
-    exit_code: int | None = None
-    timed_out: bool = False
-    seconds: float = 0.0  # experiment wall time (sandbox run + evaluator)
-    cpu_seconds: float | None = None  # CPU time of the experiment's job, all its processes; None if unmeasured
-    clock: str = "wall"  # what the step limit and the compute budget measured: "cpu" or "wall" (budget.py)
-    peak_open_files: int | None = None  # most files the job's processes held open at once; None if unmeasured
-    wall_limit_s: float | None = None  # the wall-clock limit it ran under (on the CPU clock: the backstop)
-    # the step limit: {"kind": "cpu"|"wall", "seconds", "why"} (+ "backstop_s" on the CPU clock); {} if it did not run
-    time_limit: dict[str, Any] = field(default_factory=dict)
-    stdout: str = ""  # blob digests of the captured (capped) streams
-    stderr: str = ""
-    metrics: dict[str, float] = field(default_factory=dict)
-    primary: float | None = None
-    bug_reason: str = ""
-    analysis: str = ""  # the agent's reading of the result (AIDE's review), when it has an analyzer
-    analysis_error: str = ""  # why the analyzer gave no reading (crash, failed LLM call, budget)
-    memo: dict[str, Any] = field(default_factory=dict)  # the operator's JSON for its policy (Proposal.memo)
-    llm_calls: list[dict[str, Any]] = field(default_factory=list)  # prompts/responses as blob digests
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # commands the agent ran (benchmark/run/commands.py)
-    transcript: str = ""  # blob digest of the operator's JSON turns (tool-using agents), else ""
-    created_at: float = 0.0
-    finished_at: float = 0.0
-
-    @property
-    def is_buggy(self) -> bool:
-        return self.status == BUGGY
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> Node:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in raw.items() if k in known})
-
 
 class BlobStore:
     """Content-addressed files: put(bytes) -> sha256 hex; identical content is stored once."""
@@ -169,6 +113,10 @@ class NodeStore:
     def get(self, node_id: str) -> Node:
         return self._nodes[node_id]
 
+    def baseline(self) -> Node | None:
+        """The run's baseline node, once it has finished."""
+        return self._nodes.get(BASELINE_ID)
+
     def children(self, node_id: str) -> list[Node]:
         return [self._nodes[c] for c in self._children.get(node_id, ())]
 
@@ -195,16 +143,33 @@ class NodeStore:
 class Loaded:
     """What a journal holds when a run (re)starts."""
 
-    header: dict[str, Any] | None = None
+    header: Header | None = None
     nodes: list[Node] = field(default_factory=list)
-    checkpoint: dict[str, Any] | None = None  # from the last finished record
+    checkpoint: Checkpoint | None = None  # from the last finished record
     # write-ahead records with neither a finished nor an abandoned record: the nodes in flight when the
     # run stopped, in launch order (at most `parallel` of them)
-    pending: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[Pending] = field(default_factory=list)
     policy: dict[str, Any] | None = None  # the latest policy state, from a pending or a finished record
     next_step: int = 0  # one past the highest step ever launched, so no node id is handed out twice
-    final: dict[str, Any] | None = None  # the final-test record, when the run completed
-    aborted: dict[str, Any] | None = None  # the latest `aborted` record, when the run stopped on an outage
+    final: Final | None = None  # the final-test record, when the run completed
+    aborted: Aborted | None = None  # the latest `aborted` record, when the run stopped on an outage
+
+
+def read_records(path: Path) -> tuple[list[Record], bool]:
+    """Every record of a journal (journal.jsonl, or a recording's journal.jsonl.gz) and whether its last line
+    was torn (a run killed mid-write: that line is left out). Raises BadRecord naming the line of a record
+    that does not parse; kinds newer than this version are skipped. Never writes: readers other than the
+    engine resuming (`Journal.load`) must leave a live journal alone."""
+    raw = Path(path).read_bytes()
+    data = gzip.decompress(raw) if Path(path).suffix == ".gz" else raw
+    good = data.rfind(b"\n") + 1
+    records = []
+    for number, record in parse_lines(data[:good]):
+        if isinstance(record, BadRecord):
+            raise BadRecord(f"journal line {number} is not a valid record ({record})")
+        if record is not None:
+            records.append(record)
+    return records, good < len(data)
 
 
 class Journal:
@@ -214,47 +179,45 @@ class Journal:
         self.path = Path(path)
 
     def load(self) -> Loaded:
+        """The run's state for a resume; a torn final line (killed mid-write) is cut off the file."""
         loaded = Loaded()
         if not self.path.exists():
             return loaded
-        data = self.path.read_bytes()
-        good = data.rfind(b"\n") + 1  # a torn final line (killed mid-write) is dropped
-        if good < len(data):
+        records, torn = read_records(self.path)
+        if torn:
+            data = self.path.read_bytes()
             with open(self.path, "r+b") as fh:
-                fh.truncate(good)
+                fh.truncate(data.rfind(b"\n") + 1)
                 os.fsync(fh.fileno())
-        in_flight: dict[str, dict[str, Any]] = {}
-        for line in data[:good].splitlines():
-            record = json.loads(line)
-            kind = record["kind"]
-            if kind == "header":
+        in_flight: dict[str, Pending] = {}
+        for record in records:
+            if isinstance(record, Header):
                 loaded.header = record
-            elif kind == "pending":
-                in_flight[record["id"]] = record
-                loaded.next_step = max(loaded.next_step, record["step"] + 1)
-                if "policy" in record:
-                    loaded.policy = record["policy"]
-            elif kind == "finished":
-                node = Node.from_dict(record["node"])
-                loaded.nodes.append(node)
-                loaded.checkpoint = record["checkpoint"]
-                loaded.policy = record["checkpoint"]["policy"]
-                loaded.next_step = max(loaded.next_step, node.step + 1)
-                in_flight.pop(node.id, None)
-            elif kind == "abandoned":  # stopped by a budget before it ran: nothing to re-run
-                in_flight.pop(record["id"], None)
-            elif kind == "final":
+            elif isinstance(record, Pending):
+                in_flight[record.id] = record
+                loaded.next_step = max(loaded.next_step, record.step + 1)
+                if record.policy is not None:
+                    loaded.policy = record.policy
+            elif isinstance(record, Finished):
+                loaded.nodes.append(record.node)
+                loaded.checkpoint = record.checkpoint
+                loaded.policy = record.checkpoint.policy
+                loaded.next_step = max(loaded.next_step, record.node.step + 1)
+                in_flight.pop(record.node.id, None)
+            elif isinstance(record, Abandoned):  # stopped by a budget before it ran: nothing to re-run
+                in_flight.pop(record.id, None)
+            elif isinstance(record, Final):
                 loaded.final = record
-            elif kind == ABORTED:
+            elif isinstance(record, Aborted):
                 loaded.aborted = record
-        loaded.pending = sorted(in_flight.values(), key=lambda r: r["step"])
+        loaded.pending = sorted(in_flight.values(), key=lambda r: r.step)
         return loaded
 
-    def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, separators=(",", ":"), sort_keys=True, allow_nan=False).encode() + b"\n"
+    def append(self, record: Record) -> None:
+        """Write one record as one line and fsync it; the only way records reach a journal."""
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            os.write(fd, line)
+            os.write(fd, dumps(record))
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from benchmark.executors.base import CPU, WALL, charged_seconds
 from benchmark.records.journal import Node
-from benchmark.run.summary import plural
+from benchmark.run.display import plural
 from benchmark.tasks.manifest import Budget
 
 

@@ -16,46 +16,19 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmark.common.inert_text import job_output
 from benchmark.common.safefs import discard_tree
-from benchmark.executors.base import Executor, charged_seconds
+from benchmark.executors.base import Executor
+from benchmark.plugins.agent_api import CommandResult  # the agent contract's type; re-exported here
 from benchmark.records.journal import BlobStore
 from benchmark.run.experiment import materialize, phase_job
 from benchmark.tasks.workspace import PreparedTask
 
 OUTPUT_CAP_BYTES = 256 * 1024  # per stream, what the executor keeps (head and tail)
 RETURN_CHARS = 20000  # per stream, the tail handed back to the agent and stored on the node
-
-
-@dataclass
-class CommandResult:
-    """What the agent sees of one command."""
-
-    command: str
-    exit_code: int | None
-    timed_out: bool
-    seconds: float
-    stdout: str
-    stderr: str
-    refused: str = ""  # why the harness did not run it (compute budget spent, bad files); nothing ran
-    cpu_seconds: float | None = None  # CPU time of all its processes, where the executor measures it
-    clock: str = "wall"  # what its time limit measured (JobResult.clock)
-    peak_open_files: int | None = None  # most files its processes held at once, where the executor measures it
-
-    @property
-    def charged_seconds(self) -> float:
-        """What it costs the compute budget."""
-        return charged_seconds(self.seconds, self.cpu_seconds, self.clock)
-
-    def to_record(self, blobs: BlobStore) -> dict[str, Any]:
-        return {"kind": "command", "command": self.command[:2000], "exit_code": self.exit_code,
-                "timed_out": self.timed_out, "seconds": self.seconds, "cpu_seconds": self.cpu_seconds,
-                "clock": self.clock, "peak_open_files": self.peak_open_files, "refused": self.refused,
-                "stdout": blobs.put(self.stdout), "stderr": blobs.put(self.stderr)}
 
 
 class CommandRunner:

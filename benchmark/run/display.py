@@ -43,6 +43,11 @@ class Stats:
     offline: bool = False  # every LLM call was answered without a provider: it cost nothing
 
 
+def plural(count: int, noun: str) -> str:
+    """'1 experiment', '2 experiments'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 class Display:
     """Plain output: the banner and notes, one line per finished node unless quiet, the summary."""
 

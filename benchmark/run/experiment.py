@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -201,8 +202,24 @@ def _job_problem(result: JobResult, timeout_s: float, stderr: bytes = b"", disk_
         if _NO_SPACE in stderr[-_NO_SPACE_TAIL:]:  # the capped job filesystem refused a write (or an fallocate)
             return (f"exit code {result.exit_code}: over the disk limit, a write failed with 'No space left on "
                     f"device' (the code and output dirs hold at most {disk_gb:g} GB, resources.disk_gb)")
-        return f"exit code {result.exit_code}"
+        return f"exit code {result.exit_code}{_signal_note(result.exit_code)}"
     return ""
+
+
+def _signal_note(exit_code: int | None) -> str:
+    """What a death by signal means, since no limit of the job's explains it (those are named above): a bare
+    "exit code -9" sent an agent hunting for a bug in its code."""
+    if exit_code is None or exit_code >= 0:
+        return ""
+    try:
+        name = signal.Signals(-exit_code).name
+    except ValueError:
+        return f" (killed by signal {-exit_code})"
+    if name == "SIGKILL":
+        return (" (killed by SIGKILL, not for any limit of this job: the kernel's out-of-memory killer when the "
+                "machine itself ran short of memory, or the code killed itself; a smaller peak memory is the usual "
+                "remedy)")
+    return f" (killed by {name})"
 
 
 def _collect(prepared: PreparedTask, output_dir: Path, handed: Path) -> str:

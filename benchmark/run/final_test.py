@@ -6,20 +6,18 @@ journal's `final` record, apart from the nodes, so no agent ever reads them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from benchmark.common.safefs import discard_tree
-from benchmark.records.journal import OK, now
+from benchmark.records.journal import BASELINE_ID, OK, now
+from benchmark.records.kinds import Final
 from benchmark.run import display as show
 from benchmark.run.experiment import run_phase
-
-if TYPE_CHECKING:
-    from benchmark.run.engine import Run
-
-BASELINE_ID = "0000"
+from benchmark.run.state import RunState
 
 
-def final_test(run: Run) -> dict[str, Any]:
+
+def final_test(run: RunState) -> Final:
     """Score the baseline and the best node on the hidden test set; returns the journal's final record."""
     best = run.store.best()
     baseline = run.store.get(BASELINE_ID)
@@ -34,8 +32,9 @@ def final_test(run: Run) -> dict[str, Any]:
         key = f"test-{node.id}"
         run.display.job(key, f"{label} ({node.id})", show.FINAL_TEST)
         scratch = run.run_dir / "scratch" / key
+        assert run.executor is not None, "the final test runs in a started run"
         outcome = run_phase(run.prepared, run.store.files(node), "test", run.executor, scratch,
-                            run.budget.final_test_timeout_s(), run.cfg.seed)
+                            run.budget.final_test_timeout_s(), run.seed)
         run.display.job_done(key)
         results[label] = {"node": node.id, "primary": outcome.primary, "metrics": outcome.metrics,
                           "error": outcome.bug_reason, "seconds": outcome.seconds, "cpu_seconds": outcome.cpu_seconds,
@@ -43,4 +42,4 @@ def final_test(run: Run) -> dict[str, Any]:
                           "peak_open_files": outcome.peak_open_files,
                           "stdout": run.blobs.put(outcome.stdout), "stderr": run.blobs.put(outcome.stderr)}
     discard_tree(run.run_dir / "scratch")
-    return {"kind": "final", "stop_reason": run.stop_reason, "at": now(), **results}
+    return Final(stop_reason=run.stop_reason, at=now(), baseline=results["baseline"], best=results["best"])

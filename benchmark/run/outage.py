@@ -22,7 +22,7 @@ from benchmark.common.errors import InfrastructureFailure
 from benchmark.executors.base import Executor, Job, JobResult
 from benchmark.llm.accounting import Usage
 from benchmark.records.journal import OK, Node
-from benchmark.run.summary import plural
+from benchmark.run.display import plural
 
 
 def _first_line(text: str, limit: int = 200) -> str:

@@ -23,15 +23,14 @@ import logging
 import queue
 import random
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Callable
 
-from benchmark.plugins.agent_api import Action, Agent, OpContext
+from benchmark.plugins.agent_api import Action, Agent, OpContext, Policy
 from benchmark.records.journal import Node, now
+from benchmark.records.kinds import Abandoned, Pending, PolicyCrash
 from benchmark.run.budget import launch_blocker
+from benchmark.run.state import RunState
 from benchmark.run.worker import StepResult, crash_report
-
-if TYPE_CHECKING:
-    from benchmark.run.engine import Run
 
 log = logging.getLogger(__name__)
 
@@ -41,21 +40,29 @@ def node_id(step: int) -> str:
 
 
 class Scheduler:
-    """Runs the search phase of one run with `parallel` nodes in flight at most."""
+    """Runs the search phase of one run with `parallel` nodes in flight at most.
 
-    def __init__(self, run: Run, agent: Agent, parallel: int, next_step: int):
+    It gets the run's state and the engine's three services as functions: `context(step, others_in_flight)`
+    builds an operator's OpContext, `work(agent, node, action, ctx)` runs a node's step (on a worker
+    thread), and `finish(node, policy)` records a finished node (returning what policy.observe raised).
+    """
+
+    def __init__(self, run: RunState, agent: Agent, parallel: int, next_step: int, *,
+                 context: Callable[[int, int], OpContext],
+                 work: Callable[[Agent, Node, Action, OpContext], StepResult],
+                 finish: Callable[[Node, Policy], Exception | None], max_unexecuted_in_a_row: int):
         self.run, self.agent, self.parallel = run, agent, parallel
+        self.context, self.step_work, self.finish = context, work, finish
+        self.max_unexecuted_in_a_row = max_unexecuted_in_a_row
         self.next_step = next_step
         self.in_flight: dict[str, Node] = {}
         self.results: queue.Queue[tuple[Node, StepResult | BaseException]] = queue.Queue()
         self.halt = ""  # a reason to launch nothing more, whatever the budget says
 
-    def search(self, resumed: list[dict[str, Any]]) -> str:
+    def search(self, resumed: list[Pending]) -> str:
         """Search until the budget or the agent says stop; returns why it stopped."""
         for record in resumed:
-            action = Action(record["operator"], tuple(record.get("parents", ())), dict(record.get("hints", {})),
-                            record.get("tag", ""))
-            self._launch(record["step"], action)
+            self._launch(record.step, Action(record.operator, tuple(record.parents), dict(record.hints), record.tag))
         while True:
             while len(self.in_flight) < self.parallel and not self._blocker():
                 action = self._ask()
@@ -72,11 +79,11 @@ class Scheduler:
     def _blocker(self) -> str:
         run = self.run
         return self.halt or launch_blocker(run.budget, run.counters, len(self.in_flight),
-                                           run.cfg.budget.max_unexecuted_in_a_row)
+                                           self.max_unexecuted_in_a_row)
 
     def _ask(self) -> Action | None:
         """The policy's next action; a crashing policy ends the search (its state is unknown now)."""
-        rng = random.Random(f"{self.run.cfg.seed}:{self.next_step}")
+        rng = random.Random(f"{self.run.seed}:{self.next_step}")
         try:
             return self.agent.policy.next_action(self.run.store, rng)
         except Exception as exc:
@@ -86,7 +93,7 @@ class Scheduler:
     def _policy_crashed(self, where: str, exc: Exception) -> None:
         log.error("policy.%s crashed", where, exc_info=exc)
         report = crash_report(exc)
-        self.run.journal.append({"kind": "policy_crash", "where": where, "traceback": report, "at": now()})
+        self.run.journal.append(PolicyCrash(where=where, traceback=report, at=now()))
         self.run.display.line(f"the policy crashed in {where}: {report}")
         self.halt = self.halt or f"the policy crashed in {where}: {report.splitlines()[0]}"
 
@@ -94,10 +101,9 @@ class Scheduler:
         run = self.run
         node = Node(id=node_id(step), step=step, operator=action.operator, parents=list(action.parents),
                     tag=action.tag, hints=dict(action.hints), created_at=now())
-        run.journal.append({"kind": "pending", "id": node.id, "step": step, "operator": action.operator,
-                            "parents": node.parents, "hints": node.hints, "tag": node.tag,
-                            "policy": self.agent.policy.state_dict(), "at": now()})
-        ctx = run.context(step, len(self.in_flight))
+        run.journal.append(Pending(id=node.id, step=step, operator=action.operator, at=now(), parents=node.parents,
+                                   hints=node.hints, tag=node.tag, policy=self.agent.policy.state_dict()))
+        ctx = self.context(step, len(self.in_flight))
         run.store.claim(node)
         self.in_flight[node.id] = node
         self.next_step = max(self.next_step, step + 1)
@@ -106,7 +112,7 @@ class Scheduler:
 
     def _work(self, node: Node, action: Action, ctx: OpContext) -> None:
         try:
-            outcome: StepResult | BaseException = self.run.steps.step(self.agent, node, action, ctx)
+            outcome: StepResult | BaseException = self.step_work(self.agent, node, action, ctx)
         except BaseException as exc:  # a harness fault: the main thread re-raises it
             outcome = exc
         self.results.put((node, outcome))
@@ -119,11 +125,11 @@ class Scheduler:
             raise result
         if result.abandoned:
             self.run.store.unclaim(node)
-            self.run.journal.append({"kind": "abandoned", "id": node.id, "reason": result.abandoned, "at": now()})
+            self.run.journal.append(Abandoned(id=node.id, reason=result.abandoned, at=now()))
             self.halt = result.abandoned
             return
         if result.stop:
             self.halt = result.stop
-        crash = self.run.finish(node, self.agent.policy)
+        crash = self.finish(node, self.agent.policy)
         if crash is not None:
             self._policy_crashed("observe", crash)

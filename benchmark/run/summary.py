@@ -11,7 +11,6 @@ import json
 import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,15 +19,15 @@ from omegaconf import DictConfig
 from benchmark.common.inert_text import inert
 from benchmark.common.paths import REPO_ROOT
 from benchmark.llm.accounting import cost_text
-from benchmark.records.journal import now
+from benchmark.records.journal import Node, now
+from benchmark.run.display import plural
+from benchmark.run.state import RunState
 from benchmark.scoring.normalize import achievement, headline_text, unclipped
 from benchmark.scoring.runs import MetricInfo
 from benchmark.tasks.environment import requirement_versions
 from benchmark.tasks.lock import current_environment
 
 if TYPE_CHECKING:
-    from benchmark.records.journal import Node
-    from benchmark.run.engine import Run
     from benchmark.tasks.manifest import TaskSpec
 
 LIBRARIES = ("researchbench", "hydra-core", "omegaconf", "pluggy", "litellm", "optuna", "numpy", "pandas",
@@ -95,32 +94,32 @@ def _val(node: Node | None) -> float | None:
     return node.primary if node is not None else None
 
 
-def build(run: Run, status: str, abort_cause: str | None = None) -> dict[str, Any]:
+def build(run: RunState, status: str, abort_cause: str | None = None) -> dict[str, Any]:
     """The summary as of now; `status` is running, finished, interrupted or aborted (then with its cause)."""
     spec, counters, budget = run.spec, run.counters, run.budget
-    baseline = run.store.get("0000") if "0000" in run.store else None
+    baseline = run.store.baseline()
     best = run.store.best()
-    final = run.final or {}
-    best_test = (final.get("best") or {}).get("primary")
+    final = run.final
+    best_test = final.score("best") if final is not None else None
     summary: dict[str, Any] = {
         "status": status,
-        "agent": run.agent_spec.name,
-        "uses_llm": bool(run.agent_spec.uses_llm),  # the scorer groups by this, never by what is installed then
+        "agent": run.agent,
+        "uses_llm": run.uses_llm,  # the scorer groups by this, never by what is installed then
         "task": spec.name,
         "task_version": spec.version,
         "domain": spec.domain,
-        "seed": run.cfg.seed,
+        "seed": run.seed,
         "run_dir": str(run.run_dir),
-        "sandbox": run.executor.sandbox_mode,
+        "sandbox": run.sandbox_mode,
         "metric": {"name": spec.metric.name, "direction": spec.metric.direction,
                    "floor": spec.metric.floor, "target": spec.metric.target,
                    "best_possible": spec.metric.best_possible},
         "noise": spec.noise.record() if spec.noise is not None else None,  # what agents were told (scorer notes)
-        "baseline": {"val": _val(baseline), "test": (final.get("baseline") or {}).get("primary")},
+        "baseline": {"val": _val(baseline), "test": final.score("baseline") if final is not None else None},
         "best": {"node": best.id if best else None, "val": _val(best), "test": best_test,
                  "achievement_test": achievement(spec.metric, best_test) if best_test is not None else None,
                  "normalized_test": spec.metric.normalized(best_test) if best_test is not None else None,
-                 "test_error": (final.get("best") or {}).get("error") or None},
+                 "test_error": (final.best.get("error") if final is not None else None) or None},
         "steps": {"experiments": counters.experiments, "nodes": len(run.store), "by_status": counters.statuses},
         "budget": {
             "limits": {"experiments": budget.steps, "compute_hours": budget.compute_hours, "usd": budget.usd,
@@ -131,15 +130,15 @@ def build(run: Run, status: str, abort_cause: str | None = None) -> dict[str, An
                      "tokens": run.usage.prompt_tokens + run.usage.completion_tokens,
                      "unknown_cost_calls": run.usage.unknown_cost_calls},
         },
-        "wall_seconds": round(run.wall_before + time.monotonic() - run.started, 1),
-        "stop_reason": final.get("stop_reason") or run.stop_reason or None,
+        "wall_seconds": round(run.wall_seconds(), 1),
+        "stop_reason": (final.stop_reason if final is not None else "") or run.stop_reason or None,
         "llm": run.usage.to_dict(),
         "provenance": run.provenance,
         "updated_at": now(),
     }
     if status == "aborted":
         summary["abort_cause"] = abort_cause
-    if run.executor.sandbox_mode == "none":
+    if run.sandbox_mode == "none":
         summary["sandbox_warning"] = "experiments ran WITHOUT a sandbox: agent code could read hidden data"
     return summary
 
@@ -152,19 +151,14 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
-def plural(count: int, noun: str) -> str:
-    """'1 experiment', '2 experiments'."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def banner(run: Run) -> str:
+def banner(run: RunState) -> str:
     b = run.budget
-    return (f"researchbench: agent={run.agent_spec.name} task={run.spec.name} (v{run.spec.version}) "
-            f"seed={run.cfg.seed} sandbox={run.executor.sandbox_mode} budget={plural(b.steps, 'experiment')}, "
+    return (f"researchbench: agent={run.agent} task={run.spec.name} (v{run.spec.version}) "
+            f"seed={run.seed} sandbox={run.sandbox_mode} budget={plural(b.steps, 'experiment')}, "
             f"{b.step_timeout_s:g}s/step, ${b.usd:g}\n  results: {run.run_dir}")
 
 
-def progress(run: Run, node: Node) -> str:
+def progress(run: RunState, node: Node) -> str:
     metric = run.spec.metric.name
     best = run.store.best()
     parents = ",".join(node.parents) or "-"
@@ -176,7 +170,7 @@ def progress(run: Run, node: Node) -> str:
         first = inert(node.feedback).split("\n", 1)[0][:70]
         result = f"{node.status.replace('_', ' ')}: {first}"
     usage = run.usage
-    cost = f" {cost_text(usage.reported_usd, usage.offline, usage.unknown_cost_calls)}" if run.llm is not None else ""
+    cost = f" {cost_text(usage.reported_usd, usage.offline, usage.unknown_cost_calls)}" if run.uses_llm else ""
     cpu = f" (cpu {node.cpu_seconds:.1f}s)" if node.cpu_seconds is not None else ""
     return (f"[{node.id}] {node.operator:<8} <- {parents:<5} {result}  | best {_fmt(best.primary if best else None)}"
             f"  exp {run.counters.experiments}/{run.budget.steps}  {node.seconds:.1f}s{cpu}{cost}")

@@ -8,12 +8,13 @@ the task than today's is listed apart, since its data (and so its score) belongs
 
 from __future__ import annotations
 
-import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from benchmark.records.journal import read_records
+from benchmark.records.kinds import Finished
 from benchmark.scoring.normalize import achievement, unclipped
 from benchmark.scoring.runs import MetricInfo
 
@@ -42,18 +43,9 @@ class Entry:
 
 def _val_trajectory(journal: Path) -> list[tuple[int, float]]:
     """(experiments spent, val score) of every finished node with a score, in the order they finished."""
-    out = []
-    with gzip.open(journal, "rt") if journal.suffix == ".gz" else open(journal) as f:
-        for line in f:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                break  # a torn last line
-            node = record.get("node") or {}
-            if record.get("kind") == "finished" and node.get("primary") is not None:
-                out.append((int(record.get("checkpoint", {}).get("counters", {}).get("experiments", 0)),
-                            float(node["primary"])))
-    return out
+    records, _ = read_records(journal)  # a torn last line is left out
+    return [(int(r.checkpoint.counters.get("experiments", 0)), float(r.node.primary)) for r in records
+            if isinstance(r, Finished) and r.node.primary is not None]
 
 
 def experiments_to_gain(trajectory: list[tuple[int, float]], higher: bool, share: float = TO_GAIN) -> Optional[int]:

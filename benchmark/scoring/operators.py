@@ -7,7 +7,8 @@ from typing import Any
 
 from benchmark.records.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK
 from benchmark.scoring.normalize import NAN
-from benchmark.scoring.runs import BASELINE_ID, RunRecord, is_ok
+from benchmark.records.journal import BASELINE_ID
+from benchmark.scoring.runs import RunRecord, is_ok
 
 
 def operator_counts(run: RunRecord) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from benchmark.scoring.normalize import achievement
+from benchmark.records.journal import BASELINE_ID
 from benchmark.scoring.runs import RunRecord, is_ok
 
 
@@ -29,7 +30,7 @@ def best_so_far(run: RunRecord) -> tuple[list[float], list[float], list[float]]:
     count = 0
     for node in run.nodes:
         usd += sum(float(c.get("usd") or 0.0) for c in node.llm_calls if isinstance(c, dict))
-        if not node.executed or node.id == "0000":
+        if not node.executed or node.id == BASELINE_ID:
             continue
         count += 1
         if is_ok(node) and (best is None or run.metric.better(node.primary, best)):

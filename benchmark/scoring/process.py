@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.records.journal import Node
+from benchmark.records.journal import BASELINE_ID, Node
 from benchmark.scoring.normalize import NAN, fml_ni
 from benchmark.scoring.ranges import NIRange
 from benchmark.scoring.runs import RunRecord, is_ok
@@ -77,7 +77,7 @@ def generalization(run: RunRecord, rng: NIRange | None) -> float:
 def reliability(run: RunRecord) -> dict[str, float]:
     """Valid step ratio over val steps (FML-bench), and over every step the agent took (failed edits too)."""
     steps = run.experiments
-    attempts = [n for n in run.nodes if n.id != "0000"]
+    attempts = [n for n in run.nodes if n.id != BASELINE_ID]
     ok = sum(is_ok(n) for n in steps)
     return {"valid_step_ratio": ok / len(steps) if steps else NAN,
             "valid_attempt_ratio": ok / len(attempts) if attempts else NAN}

@@ -19,7 +19,7 @@ from benchmark.common.inert_text import inert, map_text
 from benchmark.common.safefs import safe_relpath
 from benchmark.llm.accounting import OFFLINE_LABEL, cost_text
 from benchmark.records.journal import Node
-from benchmark.scoring.runs import RunRecord, is_ok
+from benchmark.scoring.runs import RunRecord
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -16,12 +16,12 @@ from typing import Any
 import yaml
 
 from benchmark.common.errors import UserError
-from benchmark.records.journal import OK, BlobStore, Node
+from benchmark.records.journal import BASELINE_ID, OK, BlobStore, Node, read_records
+from benchmark.records.kinds import Final, Finished
 from benchmark.records.sweep_jobs import is_sweep_dir, sweep_run_dirs
 from benchmark.scoring import keys
 
 SKIP_DIRS = {".multirun", "llm_cache", "blobs", "scratch", "best_solution", "metric_reports"}
-BASELINE_ID = "0000"
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class RunRecord:
     run_dir: Path
     summary: dict[str, Any]
     nodes: list[Node]  # finished nodes in the order they finished (the baseline first)
-    final: dict[str, Any] | None
+    final: Final | None  # the journal's final record: the hidden-test results
     config: dict[str, Any]
     metric: MetricInfo
     domain: str
@@ -113,7 +113,7 @@ class RunRecord:
     @property
     def finished_at(self) -> float:
         """When the run ended: its final record's time, else the summary's last update (epoch seconds)."""
-        for value in ((self.final or {}).get("at"), self.summary.get("updated_at")):
+        for value in (self.final.at if self.final is not None else None, self.summary.get("updated_at")):
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 return float(value)
         try:
@@ -179,34 +179,15 @@ def find_runs(root: Path) -> list[Path]:
     return runs
 
 
-def _journal(path: Path) -> tuple[list[Node], dict[str, Any] | None, list[str]]:
-    """Finished nodes and the final record; a torn last line is ignored, a bad middle line is an error."""
-    notes: list[str] = []
+def _journal(path: Path) -> tuple[list[Node], Final | None, list[str]]:
+    """Finished nodes and the final record (the journal's one reader, benchmark/records/journal.py); a torn
+    last line is ignored, a bad middle line is an error (BadRecord, a ValueError naming the line)."""
     if not path.exists():
         return [], None, ["no journal.jsonl"]
-    data = path.read_bytes()
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    elif lines:  # no newline at the end: killed mid-write
-        lines.pop()
-        notes.append("journal's last line is torn (ignored)")
-    nodes: dict[str, Node] = {}
-    final = None
-    for number, line in enumerate(lines, 1):
-        try:
-            record = json.loads(line)
-            kind = record["kind"]
-            if kind == "finished":
-                node = Node.from_dict(record["node"])
-                if not isinstance(node.id, str) or not isinstance(node.files, dict):
-                    raise ValueError("malformed node")
-                nodes[node.id] = node
-            elif kind == "final":
-                final = record
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"journal line {number} is not a valid record ({exc})") from None
-    return list(nodes.values()), final, notes
+    records, torn = read_records(path)
+    nodes = {r.node.id: r.node for r in records if isinstance(r, Finished)}
+    final = next((r for r in reversed(records) if isinstance(r, Final)), None)
+    return list(nodes.values()), final, ["journal's last line is torn (ignored)"] if torn else []
 
 
 def _manifest_facts(task: str) -> tuple[str, float | None]:

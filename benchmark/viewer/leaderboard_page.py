@@ -1,0 +1,60 @@
+"""The leaderboard over a folder of recordings (examples/recorded), as a page: the rows are
+benchmark/scoring/leaderboard.py's own (`entry`, the numbers docs/leaderboard.md is generated from), taken from
+the finished runs the catalog found (so links out of RESULTS are not followed), grouped per task on its
+current version, best achievement first, with runs made on an older version of their task listed apart."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmark.scoring.leaderboard import Entry, entry
+from benchmark.viewer.catalog import Catalog
+
+
+@dataclass
+class Board:
+    tasks: list[tuple[str, str, list[Entry]]] = field(default_factory=list)  # (task, version, ranked rows)
+    stale: list[tuple[Entry, str]] = field(default_factory=list)  # (row, the task's version now)
+    notes: list[str] = field(default_factory=list)
+    ids: dict[str, str] = field(default_factory=dict)  # Entry.where -> run id, for links
+
+
+def board(catalog: Catalog) -> Board:
+    from benchmark.plugins.manager import get_registry
+    from benchmark.tasks.manifest import load_task
+
+    tasks = get_registry().tasks
+    out, rows, specs = Board(), [], {}
+    for folder in catalog.folders().values():
+        summary = catalog.summary(folder)
+        if not summary or summary.get("status") != "finished" or catalog.results.stat(folder.path / "summary.json") is None:
+            continue
+        name = summary.get("task")
+        if name not in tasks:
+            out.notes.append(f"{folder.id}: task {name!s:.60} is not registered here (left out)")
+            continue
+        try:
+            specs.setdefault(name, load_task(tasks[name]))
+            row = entry(folder.path, catalog.results.root, specs[name])
+        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as exc:
+            out.notes.append(f"{folder.id}: not scored ({type(exc).__name__})")
+            continue
+        rows.append(row)
+        out.ids[row.where] = folder.id
+    for task in sorted({r.task for r in rows}):
+        version = specs[task].version
+        ranked = sorted((r for r in rows if r.task == task and r.ran_on == version),
+                        key=lambda r: (-r.achievement, r.agent))
+        if ranked:
+            out.tasks.append((task, version, ranked))
+        out.stale += [(r, version) for r in sorted(rows, key=lambda r: r.agent) if r.task == task and r.ran_on != version]
+    return out
+
+
+def fmt(value: Any, digits: str = ".4g") -> str:
+    """A number for a table cell ('-' when missing or not finite)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return format(value, digits)
