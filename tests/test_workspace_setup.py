@@ -346,7 +346,7 @@ def test_setup_cli_prepare_rerun_corrupt_redo(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     listed = setup_cli("--list", workspace=root)
     assert listed.returncode == 0, listed.stderr
-    line = next(l for l in listed.stdout.splitlines() if l.startswith("causality "))
+    line = next(row for row in listed.stdout.splitlines() if row.startswith("causality "))
     assert f"version {load_task(CAUSALITY).version}" in line and "causal-inference" in line
     assert line.endswith("not prepared")
 

@@ -46,10 +46,6 @@ from typing import Callable, Collection, Iterator
 
 import yaml
 
-# Names a driver would import from its code dir before the harness's copy (the script's dir is sys.path[0]).
-RUNTIME_SHADOWS = ("task_runtime.py", "task_runtime/__init__.py", "task_runtime/isolation.py", "sitecustomize.py",
-                   "usercustomize.py")
-
 from benchmark.common.errors import UserError
 from benchmark.common.safefs import discard_tree
 from benchmark.executors.base import Executor
@@ -59,6 +55,10 @@ from benchmark.tasks.lock import record_environment_note as environment_note
 from benchmark.tasks.manifest import TaskSpec, load_task
 from benchmark.tasks.variants import cpu_fallback
 from benchmark.tasks.workspace import CHECKSUM_FILE, PreparedTask, prepare
+
+# Names a driver would import from its code dir before the harness's copy (the script's dir is sys.path[0]).
+RUNTIME_SHADOWS = ("task_runtime.py", "task_runtime/__init__.py", "task_runtime/isolation.py", "sitecustomize.py",
+                   "usercustomize.py")
 
 VAL_SECONDS_LIMIT = 60.0  # the baseline's val phase must fit this: CPU seconds where measured, else wall
 RECORD_REL_TOL = 1e-4  # a recorded baseline score reproduces when within this relative difference...

@@ -96,8 +96,9 @@ class NodeStore:
         self._nodes[node.id] = node
         for parent in node.parents:
             self._children.setdefault(parent, []).append(node.id)
+        best = self._best
         if node.status == OK and node.primary is not None and (
-            self._best is None or self.metric.better(node.primary, self._best.primary)
+            best is None or best.primary is None or self.metric.better(node.primary, best.primary)
         ):
             self._best = node  # ties keep the earlier node
 

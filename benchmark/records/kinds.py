@@ -185,7 +185,7 @@ class Final:
 
 
 Record = Union[Header, Pending, Finished, Abandoned, PolicyCrash, Aborted, Final]
-KINDS: dict[str, type] = {cls.KIND: cls for cls in (Header, Pending, Finished, Abandoned, PolicyCrash, Aborted, Final)}
+KINDS: dict[str, Any] = {cls.KIND: cls for cls in (Header, Pending, Finished, Abandoned, PolicyCrash, Aborted, Final)}
 
 
 def parse(raw: Any) -> Record | None:
@@ -210,8 +210,10 @@ def parse_lines(data: bytes, first_line: int = 1) -> Iterator[tuple[int, Record 
     for number, line in enumerate(data.splitlines(), first_line):
         try:
             yield number, parse(json.loads(line))
-        except ValueError as exc:  # BadRecord and JSONDecodeError alike
-            yield number, exc if isinstance(exc, BadRecord) else BadRecord(f"not valid JSON ({exc.msg})")
+        except BadRecord as exc:
+            yield number, exc
+        except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
+            yield number, BadRecord(f"not valid JSON ({exc})")
 
 
 def dumps(record: Record) -> bytes:

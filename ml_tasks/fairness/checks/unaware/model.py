@@ -3,7 +3,6 @@
 It pays for its parity gap: val 0.58, test 0.50 on 5.0.0, below the floor.
 """
 
-import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
