@@ -1,80 +1,12 @@
-"""Run one agent on one task: `python run_agent_benchmark.py agent=optuna task=causality`.
+"""Run one agent on one task: `python run_agent_benchmark.py agent=optuna task=causality` (= `researchbench run ...`).
 
-Hydra composes configs/config.yaml with the agent, task, executor and llm groups; the same command
-resumes an interrupted run and reprints a finished one. `-m` sweeps (any Hydra launcher: joblib,
-submitit, modal) are checked job by job before the first starts, show each run's lines behind its label
-(or one line per run: sweep_view=compact) and end with one table of their runs.
-Exit codes: 0 the run finished (a budget or the agent ended it), 2 bad input (one line naming the fix),
-3 aborted by an outage (one line naming the cause; the same command resumes it; a sweep runs its other
-jobs and exits 3 if any was aborted), 130 interrupted. See README.md for the options.
+Also `python run_agent_benchmark.py list [KIND]`, `... view [RESULTS]` and `... --version`, as `researchbench`
+answers them. The command lives in benchmark/cli/ (run.py; exit codes and options there and in README.md).
 """
 
-from __future__ import annotations
-
-import os
 import sys
-from contextlib import nullcontext
-from pathlib import Path
 
-from benchmark.cli import ENV_DEFAULTS, fail, prevalidate
-
-for _key, _value in ENV_DEFAULTS.items():
-    os.environ.setdefault(_key, _value)
-
-import hydra  # noqa: E402
-from hydra.core.hydra_config import HydraConfig  # noqa: E402
-from hydra.types import RunMode  # noqa: E402
-from omegaconf import DictConfig  # noqa: E402
-
-from benchmark.common.errors import InfrastructureFailure, UserError  # noqa: E402
-from benchmark.common.inert_text import inert  # noqa: E402
-from benchmark.launch.sweep import print_job_configs  # noqa: E402
-from benchmark.launch.sweep_output import job_output, sweep_view  # noqa: E402
-from benchmark.launch.sweep_table import print_sweep_table, run_dir  # noqa: E402
-from benchmark.plugins.manager import get_registry  # noqa: E402
-from benchmark.records.sweep_jobs import record_job_run  # noqa: E402
-from benchmark.run.config import register_configs  # noqa: E402
-
-
-@hydra.main(version_base="1.3", config_path="configs", config_name="config")
-def main(cfg: DictConfig) -> None:
-    hydra_cfg = HydraConfig.get()
-    if hydra_cfg.mode != RunMode.MULTIRUN:
-        run(cfg)
-        return
-    job_dir = Path(hydra_cfg.runtime.output_dir)
-    record_job_run(job_dir, run_dir(cfg))  # so the scorer can take the sweep's folder
-    with job_output(cfg, job_dir):  # a sweep's job: labelled, and logged
-        run(cfg)
-
-
-def run(cfg: DictConfig) -> None:
-    from benchmark.run.engine import run_benchmark
-
-    try:
-        run_benchmark(cfg, get_registry())
-    except UserError as exc:
-        fail(str(exc))
-    except InfrastructureFailure as exc:
-        print(inert(exc.console_line()), file=sys.stderr, flush=True)
-        if HydraConfig.get().mode != RunMode.MULTIRUN:  # a sweep goes on; its table says which job aborted
-            raise SystemExit(exc.exit_code) from None
-    except KeyboardInterrupt:
-        raise SystemExit(130) from None
-
+from benchmark.cli.main import run_script
 
 if __name__ == "__main__":
-    register_configs(get_registry())
-    invocation = prevalidate(sys.argv[1:])  # every job of a sweep is checked before the first starts
-    if invocation.multirun and invocation.args.cfg:
-        print_job_configs(invocation)  # Hydra itself refuses -m with --cfg
-        raise SystemExit(0)
-    statuses: list[str] = []
-    try:
-        with sweep_view(invocation.configs) if invocation.multirun and invocation.configs else nullcontext():
-            main()
-    finally:
-        if invocation.multirun and invocation.configs:
-            statuses = print_sweep_table(invocation.configs)
-    if "aborted" in statuses:
-        raise SystemExit(InfrastructureFailure.exit_code)
+    sys.exit(run_script(sys.argv[1:]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -107,3 +108,16 @@ def test_offline_without_the_model_is_one_line_and_everything_else_scores(tmp_pa
     (note,) = [line for line in said if "embedding model" in line]
     assert note.startswith("note: ") and "hf download microsoft/graphcodebert-base" in note and "\n" not in note
     assert math.isnan(row["spread_mean"]) and row["auc_fml"] == pytest.approx(0.22) and row["achievement"] == 0.75
+
+
+def test_without_the_metrics_extra_the_note_says_how_to_install_it(tmp_path: Path, monkeypatch) -> None:
+    """A first run's install has no torch: the scorer's one note names the extra, not a model download."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    monkeypatch.setitem(sys.modules, "torch", None)  # and importing it fails, as where it is not installed
+    with pytest.raises(EmbeddingUnavailable) as exc:
+        Embedder(cache_dir=tmp_path / "cache").embed(["def f(): pass"])
+    assert str(exc.value) == ("the exploration metrics need torch, so they are left empty; install the metrics "
+                              "extra: pip install -c requirements/lock.txt -e '.[metrics]'")

@@ -102,7 +102,7 @@ def test_without_mlflow_one_line_names_the_extra(tmp_path: Path, monkeypatch, ca
     write_run(results, "aide", "toy", 0, _steps(), baseline_test=12.0, best_test=7.0)
     assert _cli(str(results), "--mlflow") == 2
     captured = capsys.readouterr()
-    assert captured.err.strip() == "error: --mlflow needs the mlflow package: pip install -e '.[tracking]'"
+    assert captured.err.strip() == "error: --mlflow needs the mlflow package: pip install -c requirements/lock.txt -e '.[tracking]'"
     assert captured.out == "" and not (tmp_path / "metric_reports").exists()  # nothing scored or written
 
 

@@ -13,6 +13,7 @@ torch and transformers are imported only when something must be embedded.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 from pathlib import Path
 from typing import Iterable
@@ -27,6 +28,7 @@ GRAPHCODEBERT = "microsoft/graphcodebert-base"
 GRAPHCODEBERT_REVISION = "main"
 CHUNK_TOKENS = 510
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "researchbench" / "embeddings"
+METRICS_EXTRA = "pip install -c requirements/lock.txt -e '.[metrics]'"  # torch, transformers, matplotlib
 
 
 class EmbeddingUnavailable(Exception):
@@ -91,6 +93,10 @@ class Embedder:
     def _ensure_model(self) -> None:
         if self._model is not None:
             return
+        absent = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+        if absent:  # a first run's install leaves the metrics extra out: say how to add it, not how to get a model
+            raise EmbeddingUnavailable(f"the exploration metrics need {' and '.join(absent)}, so they are left empty; "
+                                       f"install the metrics extra: {METRICS_EXTRA}")
         if not Path(self.model_name).is_dir():  # not in the local HF cache: say so before importing torch
             from huggingface_hub import try_to_load_from_cache
 
@@ -126,9 +132,9 @@ class Embedder:
 
     def _compute(self, texts: list[str]) -> list[np.ndarray]:
         """Embed texts (all cache misses): every chunk of every text, batched by length."""
+        self._ensure_model()  # first: without torch it says how to install the metrics extra
         import torch
 
-        self._ensure_model()
         tok = self._tokenizer
         ids = tok(texts, add_special_tokens=False, verbose=False)["input_ids"]
         cls_id, sep_id = tok.cls_token_id, tok.sep_token_id if tok.sep_token_id is not None else tok.eos_token_id

@@ -46,7 +46,7 @@ PARENT_TAG = "mlflow.parentRunId"
 PARAMS_PER_BATCH = 100  # MLflow's limit of params per log_batch call
 MAX_PARAM_CHARS = 6000  # MLflow's limit of a param value
 FINGERPRINT_TAG = "researchbench.fingerprint"
-INSTALL = "pip install -e '.[tracking]'"
+INSTALL = "pip install -c requirements/lock.txt -e '.[tracking]'"
 NOT_METRICS = {"seed", "repeat"}  # numbers of the runs table that are identity, not measurements
 
 

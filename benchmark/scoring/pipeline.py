@@ -200,7 +200,7 @@ def _plots(runs: list[RunRecord], df: pd.DataFrame, say: Callable[[str], None]) 
     try:
         from benchmark.scoring import plots
     except ImportError:
-        say("note: matplotlib is not installed, so no plots (pip install -e .[metrics])")
+        say("note: matplotlib is not installed, so no plots (pip install -c requirements/lock.txt -e '.[metrics]')")
         return []
     variant_of = dict(zip(df["run"], df["variant"]))
     return [plots.performance_profile(df), *plots.curves(runs, variant_of)]

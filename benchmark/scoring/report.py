@@ -99,7 +99,7 @@ def _curve_svg(run: RunRecord) -> str:
 
         return run_curve_svg(run)
     except ImportError:
-        return "<p class='note'>(the chart needs matplotlib: pip install -e '.[metrics]')</p>"
+        return "<p class='note'>(the chart needs matplotlib: pip install -c requirements/lock.txt -e '.[metrics]')</p>"
 
 
 def _tree(run: RunRecord) -> str:

@@ -149,7 +149,7 @@ def prevalidate(argv: list[str]) -> Invocation:
             fail(problem)
     else:
         invocation.jobs = [overrides]
-    registry, verified = get_registry(), set()
+    registry, verified = get_registry(), set[str]()  # tasks whose workspace one job of a sweep has verified
     try:
         for number, job in enumerate(invocation.jobs):
             where = f"job {number} of the sweep ({describe(job)}): " if invocation.multirun else ""
