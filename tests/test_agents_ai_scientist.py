@@ -10,8 +10,8 @@ from dataclasses import replace
 
 from agents.ai_scientist_v1 import AIScientistV1Config, AIScientistV1Policy, notes_and_edits, select_ideas
 from agents.ai_scientist_v2 import AIScientistV2Config, AIScientistV2Policy, split_budget
-from agents.operators import ideate
-from agents.tree import ROOT
+from agents.kit.operators import ideate
+from agents.kit.tree import ROOT
 from benchmark.llm.accounting import LLMCall
 from benchmark.plugins.agent_api import OpContext
 from benchmark.plugins.manager import get_registry

@@ -164,7 +164,7 @@ def _execute(toy, tmp_path: Path, model: str, long_name: int) -> tuple[Node, Blo
 
 
 def test_hostile_job_output_and_metrics_are_sanitized_and_capped(toy, tmp_path: Path) -> None:
-    from agents.prompts import metrics_line
+    from agents.kit.prompts import metrics_line
 
     spec = toy.spec
     noisy = ("import sys\nsys.stdout.write(('\\x1b[2J\\x1b]0;t\\x07\\x00' + 'x' * 1000 + '\\n') * 4000)\n"

@@ -11,8 +11,8 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from agents import operators, prompts
-from agents.prompts import PromptConfig
+from agents.kit import operators, prompts
+from agents.kit.prompts import PromptConfig
 from benchmark.llm.accounting import LLMCall
 from benchmark.plugins.agent_api import OpContext
 from benchmark.plugins.manager import get_registry
@@ -335,7 +335,7 @@ def test_the_job_says_how_much_of_a_runs_output_comes_back(tmp_path) -> None:
 def test_the_improve_job_forbids_repeats_from_this_solution_only_and_invites_combining() -> None:
     """mcts and evolutionary answerers read "do not repeat an idea already tried" as forbidding a change that
     helped on a sibling branch, and kept the weaker code: only this solution's own tries are off limits."""
-    from agents.prompts import JOBS
+    from agents.kit.prompts import JOBS
 
     improve = JOBS["improve"]
     assert "already tried from this solution" in improve

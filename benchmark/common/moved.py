@@ -21,6 +21,10 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 RELEASED_IN = "0.1.0"  # every module path of this release imports (tests/test_moved_paths.py reads its tree from git)
 MOVED = {
+    "agents.operators": "agents.kit.operators",
+    "agents.prompts": "agents.kit.prompts",
+    "agents.text": "agents.kit.text",
+    "agents.tree": "agents.kit.tree",
     "benchmark.agent_api": "benchmark.plugins.agent_api",
     "benchmark.budget": "benchmark.run.budget",
     "benchmark.builtin_plugin": "benchmark.plugins.builtin",

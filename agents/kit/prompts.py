@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agents.runtime_api import runtime_api
-from agents.text import Section, diff_stats, fold_repeats, head_and_tail, head_lines, middle, outline_python, summarize, tail_lines
+from agents.kit.runtime_api import runtime_api
+from agents.kit.text import Section, diff_stats, fold_repeats, head_and_tail, head_lines, middle, outline_python, summarize, tail_lines
 from benchmark.common.domains import domain
 from benchmark.plugins.edits import FORMATS
 from benchmark.records.journal import OK, Node
