@@ -1,4 +1,4 @@
-"""The job's own filesystem (benchmark/executors/job_fs.py), attacked through the real local executor.
+"""The job's own filesystem (benchmark/executors/local/job_fs.py), attacked through the real local executor.
 
 A relocated job (one with `Job.places`, as every phase job and agent command has) sees only fixed
 paths, and its writable dirs live on a tmpfs capped at the task's disk limit: a write past the
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from benchmark.executors.base import Job
-from benchmark.executors.job_fs import place_of, relocate_arg
+from benchmark.executors.local.job_fs import place_of, relocate_arg
 from benchmark.executors.local import LocalExecutor
 from benchmark.run.experiment import OUTPUT_PLACE, run_phase
 from conftest import REPO

@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from benchmark.common.errors import InfrastructureFailure, UserError
 from benchmark.common.inert_text import install_log_filter
-from benchmark.executors.gpus import slots_problem
+from benchmark.executors.local.gpus import slots_problem
 from benchmark.llm.accounting import Usage
 from benchmark.llm.client import LLMClient
 from benchmark.plugins.agent_api import Agent, OpContext, Policy

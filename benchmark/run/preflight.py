@@ -51,7 +51,7 @@ def gpu_problem(cfg: DictConfig, spec: TaskSpec) -> str:
     """Why the task's GPU jobs cannot run on the configured local executor: too few `executor.gpus` for
     `parallel` jobs (none at all on a machine without GPUs), or ids this machine does not have; else ""."""
     from benchmark.executors.gpu_devices import GpuDevices
-    from benchmark.executors.gpus import slots_problem
+    from benchmark.executors.local.gpus import slots_problem
 
     executor_cfg, wanted = OmegaConf.to_object(cfg.executor), spec.resources.gpus
     if not wanted or not hasattr(executor_cfg, "gpus"):  # a remote backend (Modal) brings its own GPUs

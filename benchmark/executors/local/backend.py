@@ -41,18 +41,18 @@ from typing import Callable, Optional
 from benchmark.common.domains import domain, out_of_range
 from benchmark.common.errors import UserError
 from benchmark.executors.base import CPU, CPU_WHY, GPU_WALL_WHY, WALL, Job, JobResult, job_problem
-from benchmark.executors.cgroups import JobCgroup
-from benchmark.executors.cpu_time import ProcessTreeCpu
+from benchmark.executors.local.cgroups import JobCgroup
+from benchmark.executors.local.cpu_time import ProcessTreeCpu
 from benchmark.executors.gpu_devices import GpuDevices
-from benchmark.executors.gpus import GpuPool
-from benchmark.executors.held_files import HeldFiles
-from benchmark.executors.resident_memory import guard_for
-from benchmark.executors.job_pids import SeenPids
-from benchmark.executors.job_uids import JOB_USER, MAX_UID, JobUids
-from benchmark.executors.kill_loop import kill_until_gone
-from benchmark.executors.no_userns import no_userns_program, program_fd
-from benchmark.executors.open_files import bound_note, file_max, open_files_limit
-from benchmark.executors.job_fs import (
+from benchmark.executors.local.gpus import GpuPool
+from benchmark.executors.local.held_files import HeldFiles
+from benchmark.executors.local.resident_memory import guard_for
+from benchmark.executors.local.job_pids import SeenPids
+from benchmark.executors.local.job_uids import JOB_USER, MAX_UID, JobUids
+from benchmark.executors.local.kill_loop import kill_until_gone
+from benchmark.executors.local.no_userns import no_userns_program, program_fd
+from benchmark.executors.local.open_files import bound_note, file_max, open_files_limit
+from benchmark.executors.local.job_fs import (
     SUPERVISOR,
     CopyBack,
     copy_back_roots,
@@ -63,7 +63,7 @@ from benchmark.executors.job_fs import (
     supervisor_spec,
 )
 from benchmark.executors.output import CappedWriter
-from benchmark.executors.sandbox import (
+from benchmark.executors.local.sandbox import (
     JOB_ID_ENV,
     RUNTIME_LIB,
     SANDBOX_MODES,

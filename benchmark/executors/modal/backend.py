@@ -41,19 +41,19 @@ from benchmark.common.domains import domain
 from benchmark.common.errors import UserError
 from benchmark.common.paths import task_runtime_dir
 from benchmark.executors.base import Job, JobResult, job_problem
-from benchmark.executors.job_uids import MAX_UID
+from benchmark.executors.local.job_uids import MAX_UID
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.executors.modal_image import (
+from benchmark.executors.modal.image import (
     ImageSpec,
     gpu_string,
     image_spec,
     modal_credentials_problem,
     modal_unreachable_problem,
 )
-from benchmark.executors.modal_scripts import DISK_USAGE, KILL_ALL, SETUP
+from benchmark.executors.modal.scripts import DISK_USAGE, KILL_ALL, SETUP
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
-from benchmark.executors.sandbox import LAUNCHER, SANDBOX_MODES, job_env
+from benchmark.executors.local.sandbox import LAUNCHER, SANDBOX_MODES, job_env
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from typing import Optional, Sequence
 from benchmark.common.errors import UserError
 from benchmark.common.paths import task_runtime_dir
 from benchmark.executors.base import Job
-from benchmark.executors.job_fs import JOB_ROOT, STAGE_ROOT, job_places, place_of
+from benchmark.executors.local.job_fs import JOB_ROOT, STAGE_ROOT, job_places, place_of
 
 log = logging.getLogger(__name__)
 
