@@ -43,7 +43,7 @@ from agents.autoresearch import KEEP, AutoresearchConfig, Lane, idea_job, lane_a
 from agents.kit.text import Section, summarize
 from agents.kit.tree import ROOT
 from benchmark.common.domains import domain
-from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
+from benchmark.contract.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec

@@ -29,7 +29,7 @@ from agents.kit.budget_rules import exploration_width
 from agents.kit.prompts import PromptConfig
 from agents.kit.tree import ROOT, debug_depth, is_leaf
 from benchmark.common.domains import domain
-from benchmark.plugins.agent_api import Action, Agent, AgentSpec, StatelessPolicy
+from benchmark.contract.agent_api import Action, Agent, AgentSpec, StatelessPolicy
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec

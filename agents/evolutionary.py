@@ -37,7 +37,7 @@ from agents.kit.budget_rules import exploration_width
 from agents.kit.prompts import PromptConfig
 from agents.kit.tree import ROOT, action_from_json, action_to_json, ancestors, debug_depth, retry_debug
 from benchmark.common.domains import domain
-from benchmark.plugins.agent_api import Action, Agent, AgentSpec
+from benchmark.contract.agent_api import Action, Agent, AgentSpec
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import Metric, TaskSpec

@@ -15,9 +15,9 @@ from benchmark.common.moved import deprecated_names
 from benchmark.common.version import package_version
 from benchmark.executors.base import Executor, Job, JobResult, Limits
 from benchmark.llm import LLMCall
-from benchmark.plugins.agent_api import (AGENT_API_VERSION, Action, Agent, AgentSpec, Analysis, Analyzer, CommandResult,
+from benchmark.contract.agent_api import (AGENT_API_VERSION, Action, Agent, AgentSpec, Analysis, Analyzer, CommandResult,
                                          OpContext, Operator, Policy, Proposal, StatelessPolicy)
-from benchmark.plugins.edits import apply_edits, format_instructions
+from benchmark.edits import apply_edits, format_instructions
 from benchmark.plugins.manager import API_ATTRIBUTE, ExecutorSpec, hookimpl
 from benchmark.records.journal import AGENT_FAILED, BASELINE_ID, BUGGY, EDIT_FAILED, NO_OP, OK, Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec, load_task

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from agents.react import ReactConfig, ReactPolicy, build_messages, parse_action, react, take_turn
-from benchmark.plugins.agent_api import Action, OpContext
+from benchmark.contract.agent_api import Action, OpContext
 from benchmark.run.commands import CommandResult, CommandRunner
 from benchmark.run.experiment import DATA_PLACE, data_path_in_jobs
 from benchmark.records.journal import BlobStore

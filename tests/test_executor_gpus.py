@@ -326,7 +326,7 @@ def test_a_step_records_its_time_limit_and_why(toy, tmp_path: Path, monkeypatch:
 
     import benchmark.executors.local as local_mod
     import benchmark.run.engine as engine
-    from benchmark.plugins.agent_api import Agent
+    from benchmark.contract.agent_api import Agent
     from benchmark.tasks.manifest import Resources
     from test_parallel import TreePolicy, run_agent, write_step
 

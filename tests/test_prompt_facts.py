@@ -14,7 +14,7 @@ from pathlib import Path
 from agents.kit import operators, prompts
 from agents.kit.prompts import PromptConfig
 from benchmark.llm.accounting import LLMCall
-from benchmark.plugins.agent_api import OpContext
+from benchmark.contract.agent_api import OpContext
 from benchmark.plugins.manager import get_registry
 from benchmark.records.journal import OK, Node
 from benchmark.tasks.environment import requirement_versions
@@ -256,7 +256,7 @@ def test_a_harness_outline_never_claims_an_earlier_prompt_showed_the_file(tmp_pa
 
 def test_search_replace_asks_for_whole_lines_in_its_rules_and_in_its_feedback() -> None:
     """Issue 27: blocks that quoted part of a line (a key of a one-line JSON file) failed with no hint why."""
-    from benchmark.plugins.edits import apply_edits, format_instructions
+    from benchmark.edits import apply_edits, format_instructions
 
     assert "never part of a line" in format_instructions("search_replace")
     result = apply_edits('params.json\n<<<<<<< SEARCH\n"a": 1\n=======\n"a": 3\n>>>>>>> REPLACE\n',

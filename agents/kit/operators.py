@@ -20,8 +20,8 @@ from agents.kit.prompts import PromptConfig
 from agents.kit.text import Section, assemble, diff_stats, head_lines, middle, summarize
 from agents.kit.tree import path_to_root
 from benchmark.common.moved import deprecated_names
-from benchmark.plugins.agent_api import Action, Analysis, Analyzer, OpContext, Operator, Proposal
-from benchmark.plugins.edits import apply_edits
+from benchmark.contract.agent_api import Action, Analysis, Analyzer, OpContext, Operator, Proposal
+from benchmark.edits import apply_edits
 from benchmark.records.journal import BASELINE_ID, OK, Node
 
 EDIT_ROLES = ("draft", "improve", "debug", "crossover")

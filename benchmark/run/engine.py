@@ -26,7 +26,7 @@ from benchmark.common.inert_text import install_log_filter
 from benchmark.executors.local.gpus import slots_problem
 from benchmark.llm.accounting import Usage
 from benchmark.llm.client import LLMClient
-from benchmark.plugins.agent_api import Agent, OpContext, Policy
+from benchmark.contract.agent_api import Agent, OpContext, Policy
 from benchmark.plugins.manager import Registry
 from benchmark.records import owner
 from benchmark.records.journal import BASELINE_ID, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic

@@ -14,7 +14,7 @@ from omegaconf.errors import MissingMandatoryValue
 from benchmark.common.domains import out_of_range
 from benchmark.common.errors import UserError
 from benchmark.llm.credentials import missing_credentials
-from benchmark.plugins.agent_api import AgentSpec
+from benchmark.contract.agent_api import AgentSpec
 from benchmark.plugins.manager import Registry
 
 if TYPE_CHECKING:
