@@ -324,7 +324,7 @@ def test_a_step_records_its_time_limit_and_why(toy, tmp_path: Path, monkeypatch:
     """The node of a GPU task says its limit was wall-clock, and why; a CPU task's node says CPU time."""
     import dataclasses
 
-    import benchmark.executors.local as local_mod
+    import benchmark.executors.local.backend as local_mod
     import benchmark.run.engine as engine
     from benchmark.contract.agent_api import Agent
     from benchmark.tasks.manifest import Resources

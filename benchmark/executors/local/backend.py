@@ -40,21 +40,16 @@ from typing import Callable, Optional
 
 from benchmark.common.domains import domain, out_of_range
 from benchmark.common.errors import UserError
+from benchmark.common.safefs import tree_usage
 from benchmark.executors.base import (CPU, CPU_WHY, GPU_WALL_WHY, WALL, Executor, ExecutorConfig, Job, JobResult,
                                      job_problem)
+from benchmark.executors.gpu_devices import GpuDevices
 from benchmark.executors.local.cgroups import JobCgroup
 from benchmark.executors.local.cpu_time import ProcessTreeCpu
-from benchmark.executors.gpu_devices import GpuDevices
 from benchmark.executors.local.gpus import GpuPool, slots_problem
 from benchmark.executors.local.held_files import HeldFiles
-from benchmark.executors.local.resident_memory import guard_for
-from benchmark.executors.local.job_pids import SeenPids
-from benchmark.executors.local.job_uids import JOB_USER, MAX_UID, JobUids
-from benchmark.executors.local.kill_loop import kill_until_gone
-from benchmark.executors.local.no_userns import no_userns_program, program_fd
-from benchmark.executors.local.open_files import bound_note, file_max, open_files_limit
 from benchmark.executors.local.job_fs import (
-    SUPERVISOR,
+    SUPERVISOR_PATH,
     CopyBack,
     copy_back_roots,
     job_places,
@@ -63,7 +58,12 @@ from benchmark.executors.local.job_fs import (
     relocation_problem,
     supervisor_spec,
 )
-from benchmark.executors.output import CappedWriter
+from benchmark.executors.local.job_pids import SeenPids
+from benchmark.executors.local.job_uids import JOB_USER, MAX_UID, JobUids
+from benchmark.executors.local.kill_loop import kill_until_gone
+from benchmark.executors.local.no_userns import no_userns_program, program_fd
+from benchmark.executors.local.open_files import bound_note, file_max, open_files_limit
+from benchmark.executors.local.resident_memory import guard_for
 from benchmark.executors.local.sandbox import (
     JOB_ID_ENV,
     RUNTIME_LIB,
@@ -75,7 +75,7 @@ from benchmark.executors.local.sandbox import (
     resolve_sandbox,
     sandbox_layout,
 )
-from benchmark.common.safefs import tree_usage
+from benchmark.executors.output import CappedWriter
 
 log = logging.getLogger(__name__)
 
@@ -584,7 +584,7 @@ def _relocated_argv(job: Job, layout: SandboxLayout, bwrap: str, argv: list[str]
     """
     read_fd, write_fd = os.pipe()
     user = (run_as.uid, run_as.gid, run_as.groups) if run_as is not None else None
-    entry = [os.path.realpath(sys.executable), "-I", "-S", "-c", SUPERVISOR, supervisor_spec(job, write_fd, user)]
+    entry = [os.path.realpath(sys.executable), "-I", "-S", SUPERVISOR_PATH, supervisor_spec(job, write_fd, user)]
     full = layout.argv(bwrap, Path(job.workdir), seccomp_fd, entry)
     split = full.index("--")
     args_fd = os.memfd_create("bwrap-args", 0)
