@@ -38,8 +38,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from agents.kit import operators, prompts
 from agents.autoresearch import KEEP, AutoresearchConfig, Lane, idea_job, lane_action, lane_of, log_rows, replay
+from agents.kit import operators, prompts
 from agents.kit.text import Section, summarize
 from agents.kit.tree import ROOT
 from benchmark.common.domains import domain

@@ -26,8 +26,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from agents.kit import operators, prompts
 from agents.ai_scientist_v1 import known_ideas
+from agents.kit import operators, prompts
 from agents.kit.prompts import PromptConfig
 from agents.kit.text import Section
 from agents.kit.tree import ROOT, action_from_json, action_to_json, debug_depth, is_leaf

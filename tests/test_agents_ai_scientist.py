@@ -12,8 +12,8 @@ from agents.ai_scientist_v1 import AIScientistV1Config, AIScientistV1Policy, not
 from agents.ai_scientist_v2 import AIScientistV2Config, AIScientistV2Policy, split_budget
 from agents.kit.operators import ideate
 from agents.kit.tree import ROOT
-from benchmark.llm.accounting import LLMCall
 from benchmark.contract.agent_api import OpContext
+from benchmark.llm.accounting import LLMCall
 from benchmark.plugins.manager import get_registry
 from benchmark.records.journal import OK
 from benchmark.tasks.manifest import load_task

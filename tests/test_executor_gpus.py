@@ -18,9 +18,9 @@ import pytest
 from benchmark.common.errors import UserError
 from benchmark.executors import Job, LocalExecutor, LocalExecutorConfig
 from benchmark.executors import gpu_devices as gpu_devices_mod
-from benchmark.executors.local import sandbox as sandbox_mod
 from benchmark.executors.base import GPU_WALL_WHY
 from benchmark.executors.gpu_devices import GpuDevices
+from benchmark.executors.local import sandbox as sandbox_mod
 from benchmark.executors.local.gpus import GpuPool, slots_problem
 from tests.executor_conformance import make_job, run
 from tests.fake_gpus import fake_dev, fake_devices, fake_smi, smi_calls

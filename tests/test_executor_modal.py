@@ -16,8 +16,8 @@ from typing import Iterator
 import pytest
 
 from benchmark.common.errors import UserError
-from benchmark.executors.local import sandbox as sandbox_mod
 from benchmark.executors.base import Executor, Job, Limits
+from benchmark.executors.local import sandbox as sandbox_mod
 from benchmark.executors.modal.backend import DATA_MOUNT, PRIVATE_MOUNT, RUN_TAG, ModalExecutor, ModalExecutorConfig
 from benchmark.executors.modal.image import gpu_string, image_spec, modal_credentials_problem, pin
 from benchmark.tasks.manifest import Requirement

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.run.display import Display, RichDisplay, Stats
 from benchmark.common.inert_text import (JOB_OUTPUT_BYTES, MAX_METRICS, METRIC_NAME, csv_safe, inert, install_log_filter,
                                   job_output)
+from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.records.journal import OK, BlobStore, Journal, Node
 from benchmark.records.kinds import Checkpoint, Finished
+from benchmark.run.display import Display, RichDisplay, Stats
 from conftest import MetricsAddedAfterEvaluation, journal_records, run_cli
 
 TITLE = "\x1b]0;pwned title\x07"

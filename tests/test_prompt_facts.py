@@ -13,8 +13,8 @@ from pathlib import Path
 
 from agents.kit import operators, prompts
 from agents.kit.prompts import PromptConfig
-from benchmark.llm.accounting import LLMCall
 from benchmark.contract.agent_api import OpContext
+from benchmark.llm.accounting import LLMCall
 from benchmark.plugins.manager import get_registry
 from benchmark.records.journal import OK, Node
 from benchmark.tasks.environment import requirement_versions

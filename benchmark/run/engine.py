@@ -23,10 +23,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from benchmark.common.errors import InfrastructureFailure, UserError
 from benchmark.common.inert_text import install_log_filter
+from benchmark.contract.agent_api import Agent, OpContext, Policy
 from benchmark.executors.base import completed, config_of
 from benchmark.llm.accounting import Usage
 from benchmark.llm.client import LLMClient
-from benchmark.contract.agent_api import Agent, OpContext, Policy
 from benchmark.plugins.manager import Registry
 from benchmark.records import owner
 from benchmark.records.journal import BASELINE_ID, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic

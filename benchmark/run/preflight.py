@@ -13,9 +13,9 @@ from omegaconf.errors import MissingMandatoryValue
 
 from benchmark.common.domains import out_of_range
 from benchmark.common.errors import UserError
+from benchmark.contract.agent_api import AgentSpec
 from benchmark.executors.base import config_of
 from benchmark.llm.credentials import missing_credentials
-from benchmark.contract.agent_api import AgentSpec
 from benchmark.plugins.manager import Registry
 
 if TYPE_CHECKING:

@@ -41,8 +41,9 @@ from benchmark.common.domains import domain
 from benchmark.common.errors import UserError
 from benchmark.common.paths import task_runtime_dir
 from benchmark.executors.base import Executor, ExecutorConfig, Job, JobResult, job_problem
-from benchmark.executors.local.job_uids import MAX_UID
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+from benchmark.executors.local.job_uids import MAX_UID
+from benchmark.executors.local.sandbox import LAUNCHER, SANDBOX_MODES, job_env
 from benchmark.executors.modal.image import (
     ImageSpec,
     gpu_string,
@@ -53,7 +54,6 @@ from benchmark.executors.modal.image import (
 from benchmark.executors.modal.scripts import DISK_USAGE, KILL_ALL, SETUP
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
-from benchmark.executors.local.sandbox import LAUNCHER, SANDBOX_MODES, job_env
 
 if TYPE_CHECKING:
     from benchmark.tasks.manifest import TaskSpec
