@@ -38,12 +38,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from agents import operators, prompts
 from agents.autoresearch import KEEP, AutoresearchConfig, Lane, idea_job, lane_action, lane_of, log_rows, replay
-from agents.text import Section, summarize
-from agents.tree import ROOT
+from agents.kit import operators, prompts
+from agents.kit.text import Section, summarize
+from agents.kit.tree import ROOT
 from benchmark.common.domains import domain
-from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
+from benchmark.contract.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec

@@ -6,7 +6,7 @@ again if there is none). AIDE's review step is `analyze`: one LLM call per execu
 short reading of the result; memory = scored nodes' plan + analysis + metric.
 
 Two deviations from AIDE, for small budgets (issue 18): the number of drafts follows the run's budget
-(`num_drafts` when set, else budget // 4 in [1, `max_drafts`], agents/budget_rules.py), so 8 experiments
+(`num_drafts` when set, else budget // 4 in [1, `max_drafts`], agents/kit/budget_rules.py), so 8 experiments
 get 2 drafts, not 5; and debug takes the most promising buggy leaf instead of a uniform one
 (`debug_promise`): the one from the best-scored idea, then the fewest failed fixes, then the cheapest
 run, so the search returns to a failed but promising idea and does not sink steps into the slowest.
@@ -24,12 +24,12 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from agents import operators
-from agents.budget_rules import exploration_width
-from agents.prompts import PromptConfig
-from agents.tree import ROOT, debug_depth, is_leaf
+from agents.kit import operators
+from agents.kit.budget_rules import exploration_width
+from agents.kit.prompts import PromptConfig
+from agents.kit.tree import ROOT, debug_depth, is_leaf
 from benchmark.common.domains import domain
-from benchmark.plugins.agent_api import Action, Agent, AgentSpec, StatelessPolicy
+from benchmark.contract.agent_api import Action, Agent, AgentSpec, StatelessPolicy
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec

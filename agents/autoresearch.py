@@ -24,11 +24,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from agents import operators, prompts
-from agents.prompts import PromptConfig
-from agents.tree import ROOT, debug_depth, is_leaf
+from agents.kit import operators, prompts
+from agents.kit.prompts import PromptConfig
+from agents.kit.tree import ROOT, debug_depth, is_leaf
 from benchmark.common.domains import domain
-from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
+from benchmark.contract.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec

@@ -12,7 +12,7 @@ island's average; islands over `max_island_size` drop their worst; and from gene
 `num_generations_till_migration` on, with probability `migration_prob`, the weaker half of the
 islands are reset to their best plus one migrant from a stronger island.
 
-At small budgets the sizes follow the run's budget unless set (agents/budget_rules.py): individuals per
+At small budgets the sizes follow the run's budget unless set (agents/kit/budget_rules.py): individuals per
 generation = budget // 4 in [1, `max_individuals`]; islands = one per individual, at most `max_islands`
 (two from a budget of 8: with one island there is no migration, the method's point); the temperature
 schedule spans budget // individuals generations, so selection sharpens within the run, not after it.
@@ -32,12 +32,12 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from agents import operators
-from agents.budget_rules import exploration_width
-from agents.prompts import PromptConfig
-from agents.tree import ROOT, action_from_json, action_to_json, ancestors, debug_depth, retry_debug
+from agents.kit import operators
+from agents.kit.budget_rules import exploration_width
+from agents.kit.prompts import PromptConfig
+from agents.kit.tree import ROOT, action_from_json, action_to_json, ancestors, debug_depth, retry_debug
 from benchmark.common.domains import domain
-from benchmark.plugins.agent_api import Action, Agent, AgentSpec
+from benchmark.contract.agent_api import Action, Agent, AgentSpec
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import Metric, TaskSpec

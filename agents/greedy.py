@@ -11,11 +11,11 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from agents import operators
-from agents.prompts import PromptConfig
-from agents.tree import ROOT, debug_depth
+from agents.kit import operators
+from agents.kit.prompts import PromptConfig
+from agents.kit.tree import ROOT, debug_depth
 from benchmark.common.domains import domain
-from benchmark.plugins.agent_api import Action, Agent, AgentSpec, StatelessPolicy
+from benchmark.contract.agent_api import Action, Agent, AgentSpec, StatelessPolicy
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import NodeStore
 from benchmark.tasks.manifest import TaskSpec

@@ -4,7 +4,7 @@ Selection descends from the root through the child with the highest UCT,
     UCT(c | p) = norm(Q(c)) + uct_c * sqrt(ln n(p) / n(c)),   Q(c) = W(c) / n(c),
 with Q min-max normalised over every value backed up so far (flipped when lower is better), until a
 node with no visited child: the leaf. The leaf gets `num_children` expansions (drafts at the root,
-improvements elsewhere; unless set, the run's budget // 4 in [1, `max_children`], agents/budget_rules.py,
+improvements elsewhere; unless set, the run's budget // 4 in [1, `max_children`], agents/kit/budget_rules.py,
 so 8 experiments expand 2 at a time, not 3). A scored child backs its metric up along its whole path
 (n += 1, W += v). A buggy child starts a debug chain of up to `max_debug_depth` debug steps; the chain's value is
 backed up, through every buggy node in it, only when a step fixes it. Unfixed failures keep n = 0
@@ -25,13 +25,13 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from agents import operators
-from agents.budget_rules import exploration_width
-from agents.prompts import PromptConfig
-from agents.tree import (ROOT, action_from_json, action_to_json, debug_depth, path_to_root, pending_children,
+from agents.kit import operators
+from agents.kit.budget_rules import exploration_width
+from agents.kit.prompts import PromptConfig
+from agents.kit.tree import (ROOT, action_from_json, action_to_json, debug_depth, path_to_root, pending_children,
                          retry_debug)
 from benchmark.common.domains import domain
-from benchmark.plugins.agent_api import Action, Agent, AgentSpec
+from benchmark.contract.agent_api import Action, Agent, AgentSpec
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import OK, Node, NodeStore
 from benchmark.tasks.manifest import Metric, TaskSpec

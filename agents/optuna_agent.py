@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from benchmark.common.domains import domain
 from benchmark.common.errors import UserError
-from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
+from benchmark.contract.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import BASELINE_ID, Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec

@@ -24,13 +24,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from agents import prompts
-from agents.prompts import PromptConfig
-from agents.text import Section, assemble, head_lines, summarize, tail_lines
-from agents.tree import ROOT
+from agents.kit import prompts
+from agents.kit.prompts import PromptConfig
+from agents.kit.text import Section, assemble, head_lines, summarize, tail_lines
+from agents.kit.tree import ROOT
 from benchmark.common.domains import domain
-from benchmark.plugins.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
-from benchmark.plugins.edits import apply_edits, format_instructions
+from benchmark.contract.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
+from benchmark.edits import apply_edits, format_instructions
 from benchmark.plugins.manager import hookimpl
 from benchmark.records.journal import Node, NodeStore
 from benchmark.tasks.manifest import TaskSpec

@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from benchmark.common.errors import UserError
     from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-    from benchmark.executors.sandbox import THREAD_ENV
+    from benchmark.executors.local.sandbox import THREAD_ENV
     from benchmark.plugins.manager import get_registry
     from benchmark.run.experiment import phase_job, run_phase
     from benchmark.tasks.manifest import load_task, render

@@ -35,7 +35,7 @@ class PacedConfig:
 
 
 def _agent_spec():
-    from benchmark.plugins.agent_api import Action, Agent, AgentSpec, Proposal, StatelessPolicy
+    from benchmark.contract.agent_api import Action, Agent, AgentSpec, Proposal, StatelessPolicy
 
     class FromBaseline(StatelessPolicy):
         def next_action(self, store, rng):

@@ -20,7 +20,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["RESEARCHBENCH_TASKS_PATH"] = str(FIXTURES / "tasks")
 # Drivers and evaluators that tests run as plain subprocesses import this checkout's task_runtime, as a
-# sandboxed job does from the harness's copy (benchmark/executors/sandbox.py, RUNTIME_LIB).
+# sandboxed job does from the harness's copy (benchmark/executors/local/sandbox.py, RUNTIME_LIB).
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 # Tests assert behaviour, not speed: a wall-clock limit in a test only catches a hang, so it sits far above
 # (at least 10x) the idle time of what it limits; on a loaded machine everything takes several times longer.

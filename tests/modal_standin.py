@@ -1,4 +1,4 @@
-"""A local stand-in for exactly the part of the `modal` client that benchmark/executors/modal_backend.py
+"""A local stand-in for exactly the part of the `modal` client that benchmark/executors/modal/backend.py
 calls, so the executor is tested offline up to the client boundary with commands that really run.
 
 A stand-in sandbox is a container made with bubblewrap: its root filesystem is a private host dir
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from benchmark.executors.sandbox import ETC_FILES, SYSTEM_DIRS, python_dirs
+from benchmark.executors.local.sandbox import ETC_FILES, SYSTEM_DIRS, python_dirs
 
 
 class StandInError(Exception):
@@ -288,7 +288,7 @@ class StandInModal:
 def from_env() -> StandInModal:
     """For `hydra.launcher.client=tests.modal_standin:from_env` in CLI tests (a subprocess):
     the root comes from $RESEARCHBENCH_STANDIN_ROOT."""
-    from benchmark.executors import sandbox as sandbox_mod
+    from benchmark.executors.local import sandbox as sandbox_mod
 
     bwrap = next(p for p in sandbox_mod.bwrap_candidates(None) if not sandbox_mod.probe_bwrap(p))
     root = Path(os.environ["RESEARCHBENCH_STANDIN_ROOT"]) / uuid.uuid4().hex[:8]

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from agents.adaptivesearch import AdaptiveSearchConfig, AdaptiveSearchPolicy, displacement_stats, embed
-from agents.tree import ROOT
+from agents.kit.tree import ROOT
 from benchmark.plugins.manager import get_registry
 from benchmark.tasks.manifest import Budget, load_task
 from trees import Tree

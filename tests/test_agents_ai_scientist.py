@@ -10,10 +10,10 @@ from dataclasses import replace
 
 from agents.ai_scientist_v1 import AIScientistV1Config, AIScientistV1Policy, notes_and_edits, select_ideas
 from agents.ai_scientist_v2 import AIScientistV2Config, AIScientistV2Policy, split_budget
-from agents.operators import ideate
-from agents.tree import ROOT
+from agents.kit.operators import ideate
+from agents.kit.tree import ROOT
+from benchmark.contract.agent_api import OpContext
 from benchmark.llm.accounting import LLMCall
-from benchmark.plugins.agent_api import OpContext
 from benchmark.plugins.manager import get_registry
 from benchmark.records.journal import OK
 from benchmark.tasks.manifest import load_task
@@ -227,6 +227,6 @@ def test_v1_run_carries_notes_and_all_completed_ends_the_idea_without_an_experim
 
 
 def _action(hints: dict):
-    from benchmark.plugins.agent_api import Action
+    from benchmark.contract.agent_api import Action
 
     return Action("run", ("0001",), hints)

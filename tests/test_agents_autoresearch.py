@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from agents.autoresearch import CRASH, DISCARD, KEEP, MAIN, AutoresearchConfig, AutoresearchPolicy, replay
-from agents.tree import ROOT
+from agents.kit.tree import ROOT
 from trees import Tree
 
 

@@ -199,7 +199,7 @@ def test_the_evolve_job_names_only_the_program_sections_its_prompt_holds(tmp_pat
     import random as _random
 
     from agents.openevolve import build_messages
-    from benchmark.plugins.agent_api import Action, OpContext
+    from benchmark.contract.agent_api import Action, OpContext
     from benchmark.plugins.manager import get_registry
     from benchmark.tasks.manifest import load_task
 

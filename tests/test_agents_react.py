@@ -12,10 +12,10 @@ from types import SimpleNamespace
 import pytest
 
 from agents.react import ReactConfig, ReactPolicy, build_messages, parse_action, react, take_turn
-from benchmark.plugins.agent_api import Action, OpContext
+from benchmark.contract.agent_api import Action, OpContext
+from benchmark.records.journal import BlobStore
 from benchmark.run.commands import CommandResult, CommandRunner
 from benchmark.run.experiment import DATA_PLACE, data_path_in_jobs
-from benchmark.records.journal import BlobStore
 from benchmark.tasks.manifest import Budget, load_task
 from conftest import (CAUSALITY_S_LEARNER, CAUSALITY_T_LEARNER, finished_at_least, journal_records, kill_run_when,
                       run_inprocess)

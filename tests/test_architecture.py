@@ -28,17 +28,19 @@ LAYERS = {
     "task_runtime": 0,  # task code imports it inside jobs: it must stand alone
     "benchmark.tasks": 1,
     "benchmark.llm": 1,
+    "benchmark.edits": 1,  # the edit formats: agents apply them, the engine and the scorer diff with them
     "benchmark.records": 2,
     "benchmark.executors": 2,
-    "benchmark.plugins": 3,
-    "benchmark.scoring": 4,
-    "agents": 4,
-    "researchbench": 4,  # the public API for plugin authors: re-exports the layers below; nothing imports it
-    "benchmark.run": 5,
-    "benchmark.viewer": 5,  # reads run records and scoring's leaderboard; never the engine (a sibling)
-    "benchmark.launch": 6,
-    "benchmark.authoring": 6,
-    "benchmark.cli": 7,
+    "benchmark.contract": 3,  # the agent contract: plain types, no machinery
+    "benchmark.plugins": 4,  # the plugin manager: loads agents against the contract
+    "benchmark.scoring": 5,
+    "agents": 5,
+    "researchbench": 5,  # the public API for plugin authors: re-exports the layers below; nothing imports it
+    "benchmark.run": 6,
+    "benchmark.viewer": 6,  # reads run records and scoring's leaderboard; never the engine (a sibling)
+    "benchmark.launch": 7,
+    "benchmark.authoring": 7,
+    "benchmark.cli": 8,
 }
 OUTSIDE_LAYERS = {"benchmark"}  # the top-level package: it only installs the finder for moved paths
 
@@ -171,4 +173,5 @@ def test_old_import_paths_warn_and_give_the_same_objects(monkeypatch, old, new):
         legacy = importlib.import_module(old)
     current = importlib.import_module(new)
     assert legacy is current  # so every name (classes, functions, constants) is the same object
-    assert getattr(sys.modules["benchmark"], old.rpartition(".")[2]) is current  # benchmark.task.load_task works
+    parent, _, leaf = old.rpartition(".")
+    assert getattr(sys.modules[parent], leaf) is current  # benchmark.task.load_task, agents.operators.bind work

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmark.edits import apply_edits
 from benchmark.llm.client import load_script
-from benchmark.plugins.edits import apply_edits
 from benchmark.plugins.manager import get_registry
 from benchmark.tasks.manifest import TaskSpec, load_task
 from benchmark.tasks.suites import suite_tasks

@@ -1,4 +1,4 @@
-"""The job's own filesystem (benchmark/executors/job_fs.py), attacked through the real local executor.
+"""The job's own filesystem (benchmark/executors/local/job_fs.py), attacked through the real local executor.
 
 A relocated job (one with `Job.places`, as every phase job and agent command has) sees only fixed
 paths, and its writable dirs live on a tmpfs capped at the task's disk limit: a write past the
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from benchmark.executors.base import Job
-from benchmark.executors.job_fs import place_of, relocate_arg
 from benchmark.executors.local import LocalExecutor
+from benchmark.executors.local.job_fs import place_of, relocate_arg
 from benchmark.run.experiment import OUTPUT_PLACE, run_phase
 from conftest import REPO
 from tests.test_executor_local import HAS_CGROUPS
@@ -235,9 +235,10 @@ def test_what_mountinfo_shows_a_job_is_exactly_what_docs_security_lists(toy, exe
                                                                         phase: str) -> None:
     """Issue 26: /proc/self/mountinfo names the host source of every bind. docs/security.md lists them: the
     system and interpreter dirs at their own paths, the public data, the test inputs (test phase), this
-    step's code and output dirs (under the run's results), the harness-owned code files, the task runtime;
-    never the labels, the task folder, the journal or another step."""
+    step's code and output dirs (under the run's results), the harness-owned code files, the task runtime
+    and the supervisor; never the labels, the task folder, the journal or another step."""
     from benchmark.common.paths import task_runtime_dir
+    from benchmark.executors.local.job_fs import SUPERVISOR_FILE
 
     scratch = tmp_path / "results" / "scratch" / "0001"
     outcome = run_phase(toy, {"model.py": MOUNTINFO}, phase, executor, scratch, 60)
@@ -245,7 +246,7 @@ def test_what_mountinfo_shows_a_job_is_exactly_what_docs_security_lists(toy, exe
     assert outcome.ok and "MOUNTINFO-END" in text, outcome.bug_reason
     table = text[text.index("MOUNTINFO-START"):text.index("MOUNTINFO-END")].splitlines()[1:]
     sources = {line.split()[3]: line.split()[4] for line in table if line.strip()}
-    listed = [toy.public_dir, scratch / "code", scratch / "output", Path(task_runtime_dir())]
+    listed = [toy.public_dir, scratch / "code", scratch / "output", Path(task_runtime_dir()), Path(SUPERVISOR_FILE)]
     if phase == "test":
         listed.append(toy.test_inputs_dir)
     unlisted = {root: point for root, point in sources.items()

@@ -21,8 +21,8 @@ import pytest
 
 from benchmark.common.errors import UserError
 from benchmark.executors import Limits, LocalExecutor, LocalExecutorConfig
-from benchmark.executors.job_uids import JOB_USER, JobUids, uids_with_processes
-from benchmark.executors.no_userns import no_userns_program
+from benchmark.executors.local.job_uids import JOB_USER, JobUids, uids_with_processes
+from benchmark.executors.local.no_userns import no_userns_program
 from tests.executor_conformance import make_job, run
 from tests.test_executor_local import HAS_BWRAP, HAS_CGROUPS
 

@@ -209,7 +209,7 @@ def test_baseline_that_cannot_run_aborts_and_is_rerun_on_resume(toy, tmp_path: P
 
 
 def test_executor_that_cannot_start_jobs_aborts_then_resumes(toy, tmp_path: Path, monkeypatch) -> None:
-    from benchmark.executors import modal_backend
+    from benchmark.executors.modal import backend as modal_backend
     from test_executor_modal import BWRAP
     from tests.modal_standin import StandInModal
 

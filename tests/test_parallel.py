@@ -13,7 +13,7 @@ import pytest
 
 from conftest import compose, journal_records
 
-from benchmark.plugins.agent_api import Action, Agent, AgentSpec, Analysis, Proposal, StatelessPolicy
+from benchmark.contract.agent_api import Action, Agent, AgentSpec, Analysis, Proposal, StatelessPolicy
 from benchmark.records.journal import Node, NodeStore
 
 

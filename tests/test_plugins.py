@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.plugins.agent_api import AGENT_API_VERSION
+from benchmark.contract.agent_api import AGENT_API_VERSION
 from benchmark.plugins.manager import api_version_problem, load_failure
 from conftest import FIXTURES, REPO, run_cli
 

@@ -11,10 +11,10 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from agents import operators, prompts
-from agents.prompts import PromptConfig
+from agents.kit import operators, prompts
+from agents.kit.prompts import PromptConfig
+from benchmark.contract.agent_api import OpContext
 from benchmark.llm.accounting import LLMCall
-from benchmark.plugins.agent_api import OpContext
 from benchmark.plugins.manager import get_registry
 from benchmark.records.journal import OK, Node
 from benchmark.tasks.environment import requirement_versions
@@ -256,7 +256,7 @@ def test_a_harness_outline_never_claims_an_earlier_prompt_showed_the_file(tmp_pa
 
 def test_search_replace_asks_for_whole_lines_in_its_rules_and_in_its_feedback() -> None:
     """Issue 27: blocks that quoted part of a line (a key of a one-line JSON file) failed with no hint why."""
-    from benchmark.plugins.edits import apply_edits, format_instructions
+    from benchmark.edits import apply_edits, format_instructions
 
     assert "never part of a line" in format_instructions("search_replace")
     result = apply_edits('params.json\n<<<<<<< SEARCH\n"a": 1\n=======\n"a": 3\n>>>>>>> REPLACE\n',
@@ -335,7 +335,7 @@ def test_the_job_says_how_much_of_a_runs_output_comes_back(tmp_path) -> None:
 def test_the_improve_job_forbids_repeats_from_this_solution_only_and_invites_combining() -> None:
     """mcts and evolutionary answerers read "do not repeat an idea already tried" as forbidding a change that
     helped on a sibling branch, and kept the weaker code: only this solution's own tries are off limits."""
-    from agents.prompts import JOBS
+    from agents.kit.prompts import JOBS
 
     improve = JOBS["improve"]
     assert "already tried from this solution" in improve

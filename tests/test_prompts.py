@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from agents.text import (Section, assemble, diff_stats, head_and_tail, head_lines, middle, outline_python, summarize,
+from agents.kit.text import (Section, assemble, diff_stats, head_and_tail, head_lines, middle, outline_python, summarize,
                          tail_lines)
 from benchmark.tasks import data_preview
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.executors import sandbox
+from benchmark.executors.local import sandbox
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from benchmark.run.experiment import phase_job
 from benchmark.tasks.shipped_data import shipped_data_paths

@@ -190,8 +190,8 @@ def test_evaluator_main_removes_stale_metrics_and_reports_one_line(tmp_path: Pat
 
 
 def test_prompts_list_the_runtime_names_a_driver_imports() -> None:
-    """An agent reading a driver sees what each imported runtime name does (agents/runtime_api.py)."""
-    from agents.runtime_api import runtime_api
+    """An agent reading a driver sees what each imported runtime name does (agents/kit/runtime_api.py)."""
+    from agents.kit.runtime_api import runtime_api
 
     driver = "from task_runtime import read_params, DriverError\nfrom task_runtime.effects import pehe_scores\n"
     text = runtime_api([driver, "import numpy\n"])

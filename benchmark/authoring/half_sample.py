@@ -38,7 +38,7 @@ import numpy as np
 
 from benchmark.common.errors import UserError
 from benchmark.common.paths import REPO_ROOT
-from benchmark.executors.sandbox import THREAD_ENV
+from benchmark.executors.local.sandbox import THREAD_ENV
 from benchmark.tasks.manifest import TaskSpec, load_task
 from benchmark.tasks.noise import UnitFiles
 

@@ -20,7 +20,10 @@ from __future__ import annotations
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Protocol
+from typing import TYPE_CHECKING, Optional, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from benchmark.tasks.manifest import TaskSpec
 
 
 @dataclass(frozen=True)
@@ -128,10 +131,19 @@ def job_problem(job: Job) -> str:
     return ""
 
 
+@runtime_checkable
 class Executor(Protocol):
+    """What the engine asks of a backend, all of it: it calls these plainly and never probes for a member.
+
+    The built-in backends subclass this class and so inherit the defaults below (a backend that runs on this
+    machine, shows jobs their host paths and needs no word of the run); `completed` gives a plugin's executor
+    written to the 0.1 contract (name, capacity, sandbox_mode, submit, exposure, shutdown) the same defaults."""
+
     name: str
     capacity: int  # jobs that may run at once
     sandbox_mode: str  # "bwrap", "modal", or "none" (recorded loudly in summary.json)
+    runs_remotely: bool = False  # jobs run on other machines: this machine's CPUs do not bound `parallel`
+    relocates: bool = False  # jobs see their dirs at `Job.places`, not at their host paths
 
     def submit(self, job: Job) -> Future[JobResult]: ...
 
@@ -140,3 +152,85 @@ class Executor(Protocol):
         ...
 
     def shutdown(self) -> None: ...
+
+    def bind_run(self, spec: TaskSpec, run_dir: Path) -> None:
+        """Told the run before its first job (Modal builds the task's image and tags its sandboxes with the run);
+        by default there is nothing to do."""
+
+    def failure_fix(self) -> str:
+        """What to check when a job could not run at all: the fix the run's abort names."""
+        return f"check that executor '{self.name}' can start jobs here (bubblewrap, free disk, process limits)"
+
+
+class ExecutorConfig:
+    """What the engine asks of a backend's config before it builds the executor. A backend's config dataclass
+    subclasses it; the defaults suit a backend that brings its own slots and GPUs (Modal's GPUs are remote)."""
+
+    def for_run(self, parallel: int, gpus: int, task: str) -> str:
+        """Fit this config, in place, to a run of `parallel` jobs at once that want `gpus` GPUs each; why the
+        configured slots cannot hold them, or "" when they can."""
+        return ""
+
+    def gpu_problem(self, parallel: int, gpus: int, task: str) -> str:
+        """Why `parallel` jobs of `gpus` GPUs each cannot run on the GPUs this config hands out (too few of them,
+        or ids this machine does not have), or "" (checked before a run starts)."""
+        return ""
+
+
+def config_of(config: object) -> ExecutorConfig:
+    """A backend's config as the engine asks it: itself, or the defaults for a plugin's config that does not
+    subclass ExecutorConfig (the 0.1 contract: nothing to fit, no GPU slots on this machine)."""
+    return config if isinstance(config, ExecutorConfig) else ExecutorConfig()
+
+
+def completed(executor: Executor) -> Executor:
+    """`executor` with every member of the protocol: itself when it has them all (the built-ins subclass Executor),
+    else wrapped so that the members a plugin written to the 0.1 contract lacks answer with their defaults."""
+    return executor if isinstance(executor, Executor) else _Completed(executor)
+
+
+class _Completed(Executor):
+    """A plugin's executor written before the protocol had `bind_run`, `runs_remotely`, `relocates` and
+    `failure_fix`: what it has is its own, what it lacks is the protocol's default. This adapter is the one
+    place that asks an executor what it has, so nothing downstream needs to."""
+
+    def __init__(self, inner: Executor) -> None:
+        self.inner = inner
+
+    @property  # type: ignore[override]
+    def name(self) -> str:
+        return self.inner.name
+
+    @property  # type: ignore[override]
+    def capacity(self) -> int:
+        return self.inner.capacity
+
+    @property  # type: ignore[override]
+    def sandbox_mode(self) -> str:
+        return self.inner.sandbox_mode
+
+    @property  # type: ignore[override]
+    def runs_remotely(self) -> bool:
+        return bool(getattr(self.inner, "runs_remotely", False))
+
+    @property  # type: ignore[override]
+    def relocates(self) -> bool:
+        return bool(getattr(self.inner, "relocates", False))
+
+    def submit(self, job: Job) -> Future[JobResult]:
+        return self.inner.submit(job)
+
+    def exposure(self, job: Job) -> str:
+        return self.inner.exposure(job)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def bind_run(self, spec: TaskSpec, run_dir: Path) -> None:
+        bind_run = getattr(self.inner, "bind_run", None)
+        if bind_run is not None:
+            bind_run(spec, run_dir)
+
+    def failure_fix(self) -> str:
+        own = getattr(self.inner, "failure_fix", None)
+        return own() if own is not None else Executor.failure_fix(self)

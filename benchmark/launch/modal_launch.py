@@ -25,7 +25,7 @@ def load_client(spec: str | None) -> Any:
     if spec:
         module, _, name = spec.partition(":")
         return getattr(importlib.import_module(module), name)()
-    from benchmark.executors.modal_backend import modal_client
+    from benchmark.executors.modal.backend import modal_client
 
     return modal_client("hydra/launcher=modal")
 

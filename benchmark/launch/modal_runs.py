@@ -1,7 +1,7 @@
 """Whole runs on Modal, for the `hydra/launcher=modal` sweep launcher: one Sandbox per run.
 
 Each run's sandbox gets an image with the harness's dependencies and the task's requirements (pinned
-to the local versions, see benchmark/executors/modal_image.py), then one tar with the harness code,
+to the local versions, see benchmark/executors/modal/image.py), then one tar with the harness code,
 the task's prepared workspace and, when resuming, the run dir so far, all at their host paths. The
 run is the same command a user types (`run_agent_benchmark.py <overrides>`); when it ends, its run
 dir comes back as a tar parsed as hostile input and lands where a local run would have written it,
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from benchmark.common.paths import REPO_ROOT
-from benchmark.executors.modal_image import ImageSpec, pin
+from benchmark.executors.modal.image import ImageSpec, pin
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
 from benchmark.tasks.manifest import TaskSpec
@@ -124,7 +124,7 @@ def harness_files(root: Path = REPO_ROOT) -> list[Path]:
 def remote_env(settings: RemoteRunSettings, executor: str) -> dict[str, str]:
     """The remote run's environment, given to its harness process: LLM keys, and with executor=modal the
     Modal token its experiments' sandboxes are made with."""
-    from benchmark.executors.modal_image import modal_token
+    from benchmark.executors.modal.image import modal_token
     from benchmark.tasks.workspace import workspace_root
 
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",

@@ -91,7 +91,7 @@ def launcher_problem(overrides: list[str]) -> str:
     accepted by Modal), found before the first job starts."""
     if "hydra/launcher=modal" not in overrides or any(o.startswith("hydra.launcher.client=") for o in overrides):
         return ""
-    from benchmark.executors.modal_image import modal_credentials_problem, modal_unreachable_problem
+    from benchmark.executors.modal.image import modal_credentials_problem, modal_unreachable_problem
 
     who = "hydra/launcher=modal"
     problem = modal_credentials_problem(who)

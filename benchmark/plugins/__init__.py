@@ -1,12 +1,11 @@
-"""What a plugin author imports: the agent API (`agent_api`: Agent, AgentSpec, Policy, Action, Proposal,
-OpContext), the plugin manager and its hook marker (`manager`: hookimpl, get_registry), the edit formats
-an operator turns an LLM reply into files with (`edits`), and the built-in executors' registration
-(`builtin`).
+"""The plugin machinery: the plugin manager, its hooks and hook marker (`manager`: hookimpl, get_registry, Registry,
+ExecutorSpec) and the built-in tasks' and executors' registration (`builtin`). The agent contract it loads agents
+against lives in `benchmark.contract` (re-exported here, as before: Agent, AgentSpec, Policy, Action, ...).
 
-May import: `benchmark.executors`, `benchmark.records`, `benchmark.llm`, `benchmark.tasks`,
+May import: `benchmark.contract`, `benchmark.executors`, `benchmark.records`, `benchmark.llm`, `benchmark.tasks`,
 `benchmark.common`. Agents are loaded by module name, never imported here.
 """
-from benchmark.plugins.agent_api import Action, Agent, AgentSpec, Analysis, OpContext, Policy, Proposal, StatelessPolicy
+from benchmark.contract.agent_api import Action, Agent, AgentSpec, Analysis, OpContext, Policy, Proposal, StatelessPolicy
 from benchmark.plugins.manager import ExecutorSpec, Registry, get_registry, hookimpl, hookspec
 
 __all__ = ["Action", "Agent", "AgentSpec", "Analysis", "ExecutorSpec", "OpContext", "Policy", "Proposal", "Registry",

@@ -50,8 +50,8 @@ def researchbench_register_tasks(register: Callable[[Path], None]) -> None:
 def researchbench_register_executors(register: Callable[[ExecutorSpec], None]) -> None:
     from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 
-    from benchmark.executors.modal_backend import ModalExecutor, ModalExecutorConfig
-    from benchmark.executors.modal_image import modal_credentials_problem
+    from benchmark.executors.modal.backend import ModalExecutor, ModalExecutorConfig
+    from benchmark.executors.modal.image import modal_credentials_problem
 
     register(ExecutorSpec(name="local", config_class=LocalExecutorConfig, build=LocalExecutor,
                           description="this machine: each job a subprocess in a bubblewrap sandbox without "

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 import pluggy
 
-from benchmark.plugins.agent_api import AGENT_API_VERSION, AgentSpec
+from benchmark.contract.agent_api import AGENT_API_VERSION, AgentSpec
 
 PROJECT = "researchbench"
 BUILTIN = "built-in"

@@ -21,8 +21,8 @@ from typing import Any
 
 from benchmark.common.inert_text import job_output
 from benchmark.common.safefs import discard_tree
+from benchmark.contract.agent_api import CommandResult  # the agent contract's type; re-exported here
 from benchmark.executors.base import Executor
-from benchmark.plugins.agent_api import CommandResult  # the agent contract's type; re-exported here
 from benchmark.records.journal import BlobStore
 from benchmark.run.experiment import materialize, phase_job
 from benchmark.tasks.workspace import PreparedTask

@@ -23,10 +23,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from benchmark.common.errors import InfrastructureFailure, UserError
 from benchmark.common.inert_text import install_log_filter
-from benchmark.executors.gpus import slots_problem
+from benchmark.contract.agent_api import Agent, OpContext, Policy
+from benchmark.executors.base import completed, config_of
 from benchmark.llm.accounting import Usage
 from benchmark.llm.client import LLMClient
-from benchmark.plugins.agent_api import Agent, OpContext, Policy
 from benchmark.plugins.manager import Registry
 from benchmark.records import owner
 from benchmark.records.journal import BASELINE_ID, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
@@ -120,28 +120,20 @@ class Run:
         state = self.state
         executor_cfg = OmegaConf.to_object(self.cfg.executor)
         k, wanted = self.parallel, state.spec.resources.gpus
-        if hasattr(executor_cfg, "max_parallel"):
-            executor_cfg.max_parallel = max(int(executor_cfg.max_parallel), k)
-        if hasattr(executor_cfg, "gpus"):
-            if not wanted:  # GPU ids only matter to jobs that want GPUs; without them the slots are CPU slots
-                executor_cfg.gpus = []
-            problem = slots_problem(executor_cfg.gpus, getattr(executor_cfg, "jobs_per_gpu", 1), k, wanted,
-                                    state.spec.name)
-            if problem:
-                raise UserError(problem)
-        executor = self.registry.executors[self.cfg.executor.name].build(executor_cfg)
-        bind_run = getattr(executor, "bind_run", None)  # remote backends: the task's image, the run's tag
-        if bind_run is not None:
-            bind_run(state.spec, state.run_dir)
-        executor = GuardedExecutor(executor)  # a job the backend cannot run aborts the run
-        if executor.capacity < k:
-            state.display.line(f"note: executor '{executor.name}' runs {executor.capacity} job(s) at once; "
+        problem = config_of(executor_cfg).for_run(k, wanted, state.spec.name)
+        if problem:
+            raise UserError(problem)
+        executor = completed(self.registry.executors[self.cfg.executor.name].build(executor_cfg))
+        executor.bind_run(state.spec, state.run_dir)  # remote backends: the task's image, the run's tag
+        guarded = GuardedExecutor(executor)  # a job the backend cannot run aborts the run
+        if guarded.capacity < k:
+            state.display.line(f"note: executor '{guarded.name}' runs {guarded.capacity} job(s) at once; "
                               f"parallel={k} nodes will wait for its slots")
         cpus = (os.cpu_count() or 1)
-        if k * state.spec.resources.cpus > cpus and executor.sandbox_mode != "modal":  # remote jobs use remote CPUs
+        if k * state.spec.resources.cpus > cpus and not guarded.runs_remotely:  # remote jobs use remote CPUs
             state.display.line(f"note: parallel={k} jobs x {state.spec.resources.cpus} CPU(s) each exceeds this "
                               f"machine's {cpus} CPUs; experiments will slow each other down")
-        return executor
+        return guarded
 
     # ------------------------------------------------------------------------------------ run
     def run(self) -> dict[str, Any]:

@@ -115,7 +115,7 @@ def data_path_in_jobs(prepared: PreparedTask, executor: Executor) -> str:
 
 def _as_jobs_see(executor: Executor, host: Path, place: str) -> str:
     """A phase job's dir as the executor shows it: its fixed place where the executor relocates."""
-    return place if getattr(executor, "relocates", False) else str(host)
+    return place if executor.relocates else str(host)
 
 
 def check_isolation(prepared: PreparedTask, executor: Executor, run_dir: Path) -> None:

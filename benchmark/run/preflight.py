@@ -13,8 +13,9 @@ from omegaconf.errors import MissingMandatoryValue
 
 from benchmark.common.domains import out_of_range
 from benchmark.common.errors import UserError
+from benchmark.contract.agent_api import AgentSpec
+from benchmark.executors.base import config_of
 from benchmark.llm.credentials import missing_credentials
-from benchmark.plugins.agent_api import AgentSpec
 from benchmark.plugins.manager import Registry
 
 if TYPE_CHECKING:
@@ -50,15 +51,10 @@ def check_values(cfg: DictConfig) -> None:
 def gpu_problem(cfg: DictConfig, spec: TaskSpec) -> str:
     """Why the task's GPU jobs cannot run on the configured local executor: too few `executor.gpus` for
     `parallel` jobs (none at all on a machine without GPUs), or ids this machine does not have; else ""."""
-    from benchmark.executors.gpu_devices import GpuDevices
-    from benchmark.executors.gpus import slots_problem
-
     executor_cfg, wanted = OmegaConf.to_object(cfg.executor), spec.resources.gpus
-    if not wanted or not hasattr(executor_cfg, "gpus"):  # a remote backend (Modal) brings its own GPUs
+    if not wanted:
         return ""
-    ids = [int(i) for i in executor_cfg.gpus]
-    problem = slots_problem(ids, getattr(executor_cfg, "jobs_per_gpu", 1), int(cfg.parallel), wanted, spec.name)
-    problem = problem or GpuDevices().machine_problem(ids)
+    problem = config_of(executor_cfg).gpu_problem(int(cfg.parallel), wanted, spec.name)  # "" where GPUs are remote
     if problem and spec.extends:  # a GPU-scale variant: its base is the same code at a scale a CPU runs
         problem += f" (task={spec.extends} is the same code at its CPU scale)"
     return problem

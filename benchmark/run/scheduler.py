@@ -25,7 +25,7 @@ import random
 import threading
 from typing import Callable
 
-from benchmark.plugins.agent_api import Action, Agent, OpContext, Policy
+from benchmark.contract.agent_api import Action, Agent, OpContext, Policy
 from benchmark.records.journal import Node, now
 from benchmark.records.kinds import Abandoned, Pending, PolicyCrash
 from benchmark.run.budget import launch_blocker

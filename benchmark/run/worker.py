@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmark.common.errors import BudgetExhausted, InfrastructureFailure
-from benchmark.plugins.agent_api import Action, Agent, OpContext, Proposal
-from benchmark.plugins.edits import unified_diff
+from benchmark.contract.agent_api import Action, Agent, OpContext, Proposal
+from benchmark.edits import unified_diff
 from benchmark.records.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, BlobStore, Node
 from benchmark.run import display as show
 from benchmark.run.commands import CommandRunner

@@ -10,7 +10,7 @@ import shlex
 
 from benchmark.common.inert_text import inert
 from benchmark.common.paths import REPO_ROOT
-from benchmark.plugins.edits import unified_diff
+from benchmark.edits import unified_diff
 from benchmark.scoring.runs import RunRecord
 from benchmark.tasks.manifest import TaskSpec, render
 from benchmark.tasks.workspace import workspace_root

@@ -2,7 +2,7 @@
 
 Why: an LLM writes against the API it remembers, and a keyword that a library removed (scikit-learn's
 `n_alphas`) costs an experiment. Jobs run on the harness's interpreter (the local executor), or in an
-image pinned to the harness's versions (benchmark/executors/modal_image.py), so the versions installed
+image pinned to the harness's versions (benchmark/executors/modal/image.py), so the versions installed
 here are the job's. A run takes them once, at its start.
 """
 

@@ -14,16 +14,16 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agents.runtime_api import runtime_api
-from agents.text import Section, diff_stats, fold_repeats, head_and_tail, head_lines, middle, outline_python, summarize, tail_lines
+from agents.kit.runtime_api import runtime_api
+from agents.kit.text import Section, diff_stats, fold_repeats, head_and_tail, head_lines, middle, outline_python, summarize, tail_lines
 from benchmark.common.domains import domain
-from benchmark.plugins.edits import FORMATS
+from benchmark.edits import FORMATS
 from benchmark.records.journal import OK, Node
 from benchmark.tasks.data_preview import preview
 from benchmark.tasks.noise import noise_fact
 
 if TYPE_CHECKING:
-    from benchmark.plugins.agent_api import OpContext
+    from benchmark.contract.agent_api import OpContext
 
 SYSTEM = (
     "You are an experienced machine-learning researcher improving a research codebase through experiments. "
@@ -415,7 +415,7 @@ def _tried_from(ctx: OpContext, node: Node) -> str:
 
 
 def job_section(ctx: OpContext, role: str, cfg: PromptConfig, parent: Node, job: str | None = None) -> Section:
-    from benchmark.plugins.edits import format_instructions
+    from benchmark.edits import format_instructions
 
     job = job or JOBS[role].format(metric=ctx.task.metric.name, reason=parent.bug_reason or "error")
     shown = (f"\n\nWhat your run prints comes back to you cut to about {cfg.output_tail_chars} characters per stream "

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Optional
 
 from benchmark.common.errors import UserError
-from benchmark.executors.kill_loop import kill_until_gone
+from benchmark.executors.local.kill_loop import kill_until_gone
 
 log = logging.getLogger(__name__)
 

@@ -35,25 +35,28 @@ import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from benchmark.common.domains import domain
 from benchmark.common.errors import UserError
 from benchmark.common.paths import task_runtime_dir
-from benchmark.executors.base import Job, JobResult, job_problem
-from benchmark.executors.job_uids import MAX_UID
+from benchmark.executors.base import Executor, ExecutorConfig, Job, JobResult, job_problem
 from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.executors.modal_image import (
+from benchmark.executors.local.job_uids import MAX_UID
+from benchmark.executors.local.sandbox import LAUNCHER, SANDBOX_MODES, job_env
+from benchmark.executors.modal.image import (
     ImageSpec,
     gpu_string,
     image_spec,
     modal_credentials_problem,
     modal_unreachable_problem,
 )
-from benchmark.executors.modal_scripts import DISK_USAGE, KILL_ALL, SETUP
+from benchmark.executors.modal.scripts import DISK_USAGE, KILL_ALL, SETUP
 from benchmark.executors.output import CappedWriter
 from benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
-from benchmark.executors.sandbox import LAUNCHER, SANDBOX_MODES, job_env
+
+if TYPE_CHECKING:
+    from benchmark.tasks.manifest import TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +69,7 @@ JOB_TAG = "researchbench-job"
 MODAL_WALL_WHY = "Modal reports no CPU time"  # JobResult.limit_why: its jobs' limits are wall-clock
 
 @dataclass
-class ModalExecutorConfig:
+class ModalExecutorConfig(ExecutorConfig):
     """Hydra structured config for `executor=modal` (plain types only)."""
 
     name: str = "modal"
@@ -86,18 +89,24 @@ class ModalExecutorConfig:
     # the evaluator's local sandbox (as executor.sandbox of executor=local)
     local_sandbox: str = domain("auto", one_of=SANDBOX_MODES)
 
+    def for_run(self, parallel: int, gpus: int, task: str) -> str:
+        """A sandbox alive for each of the run's `parallel` jobs; GPUs come with Modal's sandboxes, never short."""
+        self.max_parallel = max(int(self.max_parallel), parallel)
+        return ""
+
 
 class JobNotStarted(Exception):
     """The job's command cannot start in the sandbox (its executable is missing)."""
 
 
-class ModalExecutor:
+class ModalExecutor(Executor):
     """The Modal backend of the `Executor` protocol (see `benchmark.executors.base`).
 
     `client` is the `modal` module, or a stand-in with the same calls (tests/modal_standin.py).
     """
 
     sandbox_mode = "modal"
+    runs_remotely = True  # its jobs use Modal's CPUs, not this machine's
 
     def __init__(self, config: Optional[ModalExecutorConfig] = None, *, client: Any = None,
                  local: Optional[LocalExecutor] = None) -> None:
@@ -121,7 +130,7 @@ class ModalExecutor:
 
     # -- the engine's view ----------------------------------------------------------------------
 
-    def bind_run(self, spec: Any, run_dir: Path) -> None:
+    def bind_run(self, spec: TaskSpec, run_dir: Path) -> None:
         """Called once by the engine: the task's image, the run's tag, and the orphans of a killed
         harness of this same run (sandboxes tagged with it) terminated before anything starts."""
         self._image_spec = image_spec(spec.requirements, self.cfg.extra_pip, self.cfg.python_version)
@@ -161,6 +170,9 @@ class ModalExecutor:
                     return (f"{hidden} would be visible to agent code (it lies inside {root}, which is "
                             "uploaded to the Modal sandbox)")
         return ""
+
+    def failure_fix(self) -> str:
+        return "check Modal (`modal token info`, the network, the workspace's quota) and executor.* settings"
 
     def shutdown(self) -> None:
         """Stop: running sandboxes are terminated, queued jobs fail fast, the local side is shut."""

@@ -1,6 +1,6 @@
 """LLM operators shared by the built-in agents: draft, improve, debug, crossover, and analyze.
 
-Each edit operator builds one prompt (sections from agents.prompts, kept under the config's
+Each edit operator builds one prompt (sections from agents.kit.prompts, kept under the config's
 character budget), asks the LLM once with its own per-operator settings, and applies the reply as
 edits to its first parent's files. A failed, empty or cut-off reply comes back as a Proposal with
 feedback; the engine records it without spending an experiment, and the next prompt shows why.
@@ -15,13 +15,13 @@ import json
 import re
 from typing import Any, Callable, Sequence
 
-from agents import prompts
-from agents.prompts import PromptConfig
-from agents.text import Section, assemble, diff_stats, head_lines, middle, summarize
-from agents.tree import path_to_root
+from agents.kit import prompts
+from agents.kit.prompts import PromptConfig
+from agents.kit.text import Section, assemble, diff_stats, head_lines, middle, summarize
+from agents.kit.tree import path_to_root
 from benchmark.common.moved import deprecated_names
-from benchmark.plugins.agent_api import Action, Analysis, Analyzer, OpContext, Operator, Proposal
-from benchmark.plugins.edits import apply_edits
+from benchmark.contract.agent_api import Action, Analysis, Analyzer, OpContext, Operator, Proposal
+from benchmark.edits import apply_edits
 from benchmark.records.journal import BASELINE_ID, OK, Node
 
 EDIT_ROLES = ("draft", "improve", "debug", "crossover")
@@ -151,11 +151,11 @@ def _legacy_operator(role: str) -> Operator:
 
 # Public names an earlier release had here (third-party agents import them): one release of warnings.
 __getattr__ = deprecated_names(__name__, {
-    "improve": (_legacy_operator("improve"), "use agents.operators.bind(cfg)['improve'] "
+    "improve": (_legacy_operator("improve"), "use agents.kit.operators.bind(cfg)['improve'] "
                                              "or edit(ctx, parents, action, 'improve', cfg)"),
-    "debug": (_legacy_operator("debug"), "use agents.operators.bind(cfg)['debug'] "
+    "debug": (_legacy_operator("debug"), "use agents.kit.operators.bind(cfg)['debug'] "
                                          "or edit(ctx, parents, action, 'debug', cfg)"),
-    "SYSTEM": (prompts.SYSTEM, "use agents.prompts.SYSTEM"),
+    "SYSTEM": (prompts.SYSTEM, "use agents.kit.prompts.SYSTEM"),
 })
 
 

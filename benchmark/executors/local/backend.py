@@ -40,20 +40,16 @@ from typing import Callable, Optional
 
 from benchmark.common.domains import domain, out_of_range
 from benchmark.common.errors import UserError
-from benchmark.executors.base import CPU, CPU_WHY, GPU_WALL_WHY, WALL, Job, JobResult, job_problem
-from benchmark.executors.cgroups import JobCgroup
-from benchmark.executors.cpu_time import ProcessTreeCpu
+from benchmark.common.safefs import tree_usage
+from benchmark.executors.base import (CPU, CPU_WHY, GPU_WALL_WHY, WALL, Executor, ExecutorConfig, Job, JobResult,
+                                     job_problem)
 from benchmark.executors.gpu_devices import GpuDevices
-from benchmark.executors.gpus import GpuPool
-from benchmark.executors.held_files import HeldFiles
-from benchmark.executors.resident_memory import guard_for
-from benchmark.executors.job_pids import SeenPids
-from benchmark.executors.job_uids import JOB_USER, MAX_UID, JobUids
-from benchmark.executors.kill_loop import kill_until_gone
-from benchmark.executors.no_userns import no_userns_program, program_fd
-from benchmark.executors.open_files import bound_note, file_max, open_files_limit
-from benchmark.executors.job_fs import (
-    SUPERVISOR,
+from benchmark.executors.local.cgroups import JobCgroup
+from benchmark.executors.local.cpu_time import ProcessTreeCpu
+from benchmark.executors.local.gpus import GpuPool, slots_problem
+from benchmark.executors.local.held_files import HeldFiles
+from benchmark.executors.local.job_fs import (
+    SUPERVISOR_PATH,
     CopyBack,
     copy_back_roots,
     job_places,
@@ -62,8 +58,13 @@ from benchmark.executors.job_fs import (
     relocation_problem,
     supervisor_spec,
 )
-from benchmark.executors.output import CappedWriter
-from benchmark.executors.sandbox import (
+from benchmark.executors.local.job_pids import SeenPids
+from benchmark.executors.local.job_uids import JOB_USER, MAX_UID, JobUids
+from benchmark.executors.local.kill_loop import kill_until_gone
+from benchmark.executors.local.no_userns import no_userns_program, program_fd
+from benchmark.executors.local.open_files import bound_note, file_max, open_files_limit
+from benchmark.executors.local.resident_memory import guard_for
+from benchmark.executors.local.sandbox import (
     JOB_ID_ENV,
     RUNTIME_LIB,
     SANDBOX_MODES,
@@ -74,7 +75,7 @@ from benchmark.executors.sandbox import (
     resolve_sandbox,
     sandbox_layout,
 )
-from benchmark.common.safefs import tree_usage
+from benchmark.executors.output import CappedWriter
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ _GPU_GONE_WAIT_S = 30.0  # how long a finished job's GPU slot waits for its last
 
 
 @dataclass
-class LocalExecutorConfig:
+class LocalExecutorConfig(ExecutorConfig):
     """Hydra structured config for `executor=local` (plain types only)."""
 
     name: str = "local"
@@ -111,8 +112,20 @@ class LocalExecutorConfig:
     wall_backstop_factor: float = domain(4.0, ge=1)
     wall_backstop_s: float = domain(60.0, ge=0)
 
+    def for_run(self, parallel: int, gpus: int, task: str) -> str:
+        """A slot for each of the run's `parallel` jobs, and GPU slots for them when its task wants GPUs."""
+        self.max_parallel = max(int(self.max_parallel), parallel)
+        if not gpus:  # GPU ids only matter to jobs that want GPUs; without them the slots are CPU slots
+            self.gpus = []
+        return slots_problem(self.gpus, self.jobs_per_gpu, parallel, gpus, task)
 
-class LocalExecutor:
+    def gpu_problem(self, parallel: int, gpus: int, task: str) -> str:
+        """Too few `gpus` ids for `parallel` jobs of `gpus` GPUs each, or ids this machine does not have."""
+        ids = [int(i) for i in self.gpus]
+        return slots_problem(ids, self.jobs_per_gpu, parallel, gpus, task) or GpuDevices().machine_problem(ids)
+
+
+class LocalExecutor(Executor):
     """The local backend of the `Executor` protocol (see `benchmark.executors.base`)."""
 
     def __init__(self, config: Optional[LocalExecutorConfig] = None, *, use_cgroups: bool = True,
@@ -571,7 +584,7 @@ def _relocated_argv(job: Job, layout: SandboxLayout, bwrap: str, argv: list[str]
     """
     read_fd, write_fd = os.pipe()
     user = (run_as.uid, run_as.gid, run_as.groups) if run_as is not None else None
-    entry = [os.path.realpath(sys.executable), "-I", "-S", "-c", SUPERVISOR, supervisor_spec(job, write_fd, user)]
+    entry = [os.path.realpath(sys.executable), "-I", "-S", SUPERVISOR_PATH, supervisor_spec(job, write_fd, user)]
     full = layout.argv(bwrap, Path(job.workdir), seccomp_fd, entry)
     split = full.index("--")
     args_fd = os.memfd_create("bwrap-args", 0)

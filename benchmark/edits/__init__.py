@@ -9,6 +9,9 @@ An edit is all-or-nothing: if any block fails (no match, ambiguous match, forbid
 that no longer compiles) nothing is applied, and ``feedback`` names every failing block and why. A
 reply that edits nothing, or whose edits leave every file identical, is ``ok=True, changed=False``:
 the engine records it as a no-op that spends no experiment.
+
+Its own room (rank 1 in docs/architecture.md): agents apply edits, the engine and the scorer diff with
+`unified_diff`, and `researchbench` re-exports `apply_edits` and `format_instructions`. Standard library only.
 """
 
 from __future__ import annotations

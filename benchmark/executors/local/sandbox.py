@@ -25,7 +25,8 @@ from typing import Optional, Sequence
 from benchmark.common.errors import UserError
 from benchmark.common.paths import task_runtime_dir
 from benchmark.executors.base import Job
-from benchmark.executors.job_fs import JOB_ROOT, STAGE_ROOT, job_places, place_of
+from benchmark.executors.local.job_fs import (JOB_ROOT, STAGE_ROOT, SUPERVISOR_FILE, SUPERVISOR_PATH, job_places,
+                                              place_of)
 
 log = logging.getLogger(__name__)
 
@@ -286,9 +287,13 @@ class SandboxLayout:
 
     def _relocated(self, made: set[str], mounted: list[str]) -> list[str]:
         """The job's dirs in their places: writable ones as empty dirs on one capped tmpfs (the
-        supervisor copies the host's content in from a read-only staging bind), the rest bound."""
+        supervisor, bound read-only at SUPERVISOR_PATH, copies the host's content in from a read-only staging
+        bind), the rest bound."""
         args = ["--perms", "0777", "--size", str(self.job_fs_bytes), "--tmpfs", JOB_ROOT]
         made.add(JOB_ROOT)
+        # the supervisor that runs first (job_fs.py): a program file, read-only like task_runtime
+        args += self._parents(SUPERVISOR_PATH, made, mounted) + ["--ro-bind", SUPERVISOR_FILE, SUPERVISOR_PATH]
+        mounted.append(SUPERVISOR_PATH)
         for path, writable in sorted(self.job_binds, key=lambda b: len(Path(place_of(b[0], self.places)).parts)):
             inside = place_of(path, self.places)
             if writable:
