@@ -25,7 +25,9 @@ def main() -> None:
     argv = sys.argv[2:]
     if user:
         uid, gid, groups = user.split(" ")
-        os.setgroups([int(g) for g in groups.split(",") if g]); os.setgid(int(gid)); os.setuid(int(uid))
+        os.setgroups([int(g) for g in groups.split(",") if g])
+        os.setgid(int(gid))
+        os.setuid(int(uid))
 
     def copy(src: str, dst: str) -> None:
         with open(src, "rb") as a, open(dst, "wb") as b:
