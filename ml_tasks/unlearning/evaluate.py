@@ -120,7 +120,7 @@ SD_FLOOR = 0.05  # a reference log-odds sd is at least this (images every refere
 
 
 def retrain_auc(odds: np.ndarray, reference_odds: np.ndarray) -> float:
-    """Is the model one more draw of the reference models on these images? For each reference in turn, the
+    """`odds` (n,): the model's log-odds; `reference_odds` (references, n): theirs. Is the model one more draw of the reference models on these images? For each reference in turn, the
     distance |log-odds - median| / sd of the model's log-odds from the other references' and the same distance
     of that reference's own; the AUROC of the model's distances against theirs (pooled over the references and
     the images) is 0.5 for a model retrained like them, above it for one that strays further from them, image
@@ -146,7 +146,8 @@ def score(weights: dict[str, np.ndarray], data: dict[str, np.ndarray]) -> dict[s
     for part, suffix in NONMEMBERS.items():
         aucs[f"mia_auc_loss{suffix}"] = auroc(calibrated["forget"], calibrated[part])
         aucs[f"mia_auc_label{suffix}"] = auroc(labels["forget"], labels[part])
-    retrain = {f"retrain_auc_{name}": retrain_auc(odds[part], data[f"{part}_refodds"]) for part, name in WRITER.items()}
+    retrain = {f"retrain_auc_{name}": retrain_auc(odds[part], data[f"{part}_refodds"].T)  # stored a row per image
+               for part, name in WRITER.items()}
     mia_gap = 2.0 * max(abs(a - 0.5) for a in aucs.values())
     retrain_gap = 2.0 * max(abs(a - 0.5) for a in retrain.values())
     gap = max(mia_gap, retrain_gap)

@@ -44,7 +44,7 @@ the evaluator's retrain test (is the model one more draw of the references there
     test_inputs/README.txt      the test phase needs no inputs (the model is scored on hidden images)
     labels/eval_val.npz, labels/eval_test.npz
         forget_x, forget_y        the forget set (members whose membership should be undetectable)
-        forget_refmed, forget_refsd, forget_refacc, forget_refodds (REFERENCES, n)    the reference models'
+        forget_refmed, forget_refsd, forget_refacc, forget_refodds (n, REFERENCES)    the reference models'
                                   log-odds median, sd, accuracy, and each one's log-odds
         heldout_x, heldout_y      validation / test images of the other writers (never trained on)
         heldout_refmed, heldout_refsd, heldout_refacc
@@ -250,11 +250,11 @@ def log_odds(weights: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> tu
 def reference_stats(references: list[dict[str, np.ndarray]], x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
     """What models that never saw these images do on each: the median and sd of the true class's log-odds, the
     fraction that classify it correctly (the attacks' calibration) and every reference's log-odds (the
-    evaluator's retrain test)."""
+    evaluator's retrain test), each array a row per image."""
     odds, correct = zip(*(log_odds(w, x, y) for w in references))
     odds = np.array(odds)
     return {"refmed": np.median(odds, axis=0), "refsd": np.maximum(odds.std(axis=0, ddof=1), SD_FLOOR),
-            "refacc": np.array(correct, dtype=np.float64).mean(axis=0), "refodds": odds}
+            "refacc": np.array(correct, dtype=np.float64).mean(axis=0), "refodds": odds.T.copy()}  # a row per image
 
 
 def build(out: Path, scale: str = "lite") -> None:

@@ -155,8 +155,8 @@ def test_forget_set_is_one_writer_and_the_references_never_saw_it(prepared) -> N
             assert ((labels[f"{part}_refacc"] >= 0) & (labels[f"{part}_refacc"] <= 1)).all()
         assert not any(k.startswith("retain_ref") for k in labels) and "heldout_refodds" not in labels
         for part in ("forget", "unseen"):
-            assert labels[f"{part}_refodds"].shape == (gen.REFERENCES, len(labels[f"{part}_y"]))
-            assert np.allclose(np.median(labels[f"{part}_refodds"], axis=0), labels[f"{part}_refmed"])
+            assert labels[f"{part}_refodds"].shape == (len(labels[f"{part}_y"]), gen.REFERENCES)  # a row per image
+            assert np.allclose(np.median(labels[f"{part}_refodds"], axis=1), labels[f"{part}_refmed"])
 
 
 def test_gpu_scale_draws_more_of_every_writer_and_a_wider_network() -> None:
@@ -187,7 +187,7 @@ def test_the_evaluator_takes_the_width_from_its_labels(tmp_path: Path, ev) -> No
     for part in ("forget", "heldout", "unseen"):
         labels.update({f"{part}_refmed": np.zeros(6), f"{part}_refsd": np.ones(6), f"{part}_refacc": np.full(6, 0.5)})
     for part in ("forget", "unseen"):
-        labels[f"{part}_refodds"] = rng.normal(0.0, 1.0, (8, 6))
+        labels[f"{part}_refodds"] = rng.normal(0.0, 1.0, (6, 8))
     (tmp_path / "labels").mkdir()
     np.savez(tmp_path / "labels" / "eval_val.npz", **labels)
     for width, ok in ((512, True), (128, False)):
