@@ -22,7 +22,8 @@ Splits (`whole_digits`: with several copies of a digit, all of them on one side 
 images are shuffled, the first `forget` of them are training images (the forget set) and the rest are never
 trained on (the unseen images of the forgotten writer, split in half between the val and test audits). The
 other writers' images are shuffled: the first `retained` of them are training images (the retained set), the
-rest are never trained on and split in half between validation and test (the held-out images).
+rest are never trained on and split in half between validation and test (the held-out images; with
+several copies, whole digits on each side).
 Agent code gets a random `retain_public` of the retained images; the others are split in half between the
 val and test audits. The original model is scikit-learn's MLPClassifier (100-`hidden`-10, ReLU, Adam,
 fixed random_state) trained on every training image, the forget set included; it fits them all.
@@ -173,11 +174,12 @@ def generate(scale: str = "lite") -> dict[str, np.ndarray]:
     forget, unseen = whole_digits(rng.permutation(np.flatnonzero(writer == 0)), base, config["forget"])
     retain, heldout = whole_digits(rng.permutation(np.flatnonzero(writer != 0)), base, config["retained"])
     hidden = retain[config["retain_public"]:]
+    val, test = whole_digits(heldout, base, len(heldout) // 2)  # the halves: no digit in both audits
+    unseen_val, unseen_test = whole_digits(unseen, base, len(unseen) // 2)
     return {"x": x, "y": y, "writer": writer, "base": base, "forget": forget,
             "retain": retain, "retain_public": retain[:config["retain_public"]],
             "retain_val": hidden[: len(hidden) // 2], "retain_test": hidden[len(hidden) // 2:],
-            "val": heldout[: len(heldout) // 2], "test": heldout[len(heldout) // 2:],
-            "unseen_val": unseen[: len(unseen) // 2], "unseen_test": unseen[len(unseen) // 2:]}
+            "val": val, "test": test, "unseen_val": unseen_val, "unseen_test": unseen_test}
 
 
 def whole_digits(images: np.ndarray, base: np.ndarray, at_least: int) -> tuple[np.ndarray, np.ndarray]:
