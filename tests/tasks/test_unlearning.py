@@ -79,7 +79,7 @@ def test_shrinking_the_whole_model_pays_in_heldout_accuracy(prepared, ev) -> Non
 
 def test_confidence_softening_alone_is_caught_by_the_label_only_attack(prepared, ev) -> None:
     """Scaling the logits down hides the loss signal on everything, but the forget set is still
-    classified perfectly against about 84% of unseen images: the label-only attack sees it."""
+    classified perfectly against about 78% of unseen images: the label-only attack sees it."""
     weights = {k: v.astype(float) for k, v in original(prepared).items()}
     weights["w2"], weights["b2"] = weights["w2"] * 1e-3, weights["b2"] * 1e-3
     metrics = ev.score(weights, hidden(prepared, "val"))
