@@ -14,23 +14,30 @@ agent's code does at prediction time can treat the audited images specially.
 On the phase's hidden images (labels/eval_<phase>.npz):
   retain_acc   accuracy on retained training images agent code never saw (half per phase)
   heldout_acc  accuracy on never-trained validation / test images (of the writers that stay)
-  forget_acc   accuracy on the forget set
-Two membership-inference attacks tell the forget set (label 1) from the held-out images (label 0),
-each calibrated per image by reference models: networks of the same architecture trained on the
-retained images only, never on a forget image, whose per-image statistics prepare.py stored with the
-labels (difficulty calibration: Watson et al. 2022; the per-image Gaussian scale of LiRA, Carlini et al.
-2022). An image is suspicious when the scored model does better on it than models that never saw it do.
+  forget_acc   accuracy on the forget set; unseen_acc on the forgotten writer's never-trained images
+Two membership-inference attacks tell the forget set (label 1) from never-trained images (label 0), each
+run twice: against the held-out images of the writers who stay, and (suffix _writer) against the forgotten
+writer's own unseen images, so an edit of the forget images' outputs alone, which leaves what the model
+learned from that writer elsewhere, is caught. Each is calibrated per image by reference models: networks
+of the same architecture trained on the retained images only, never on a forget image, whose per-image
+statistics prepare.py stored with the labels (difficulty calibration: Watson et al. 2022; the per-image
+Gaussian scale of LiRA, Carlini et al. 2022). An image is suspicious when the scored model does better on
+it than models that never saw it do.
   mia_auc_loss   AUROC of the calibrated loss attack: score = (log-odds of the true class under the
                  model - the references' median log-odds) / the references' sd (log-odds =
                  log(p_y / (1 - p_y)), a decreasing function of the cross-entropy loss)
   mia_auc_label  AUROC of the calibrated label-only attack: score = 1 if the model classifies the
                  image correctly, else 0, minus the fraction of references that do
-  mia_gap        max over the two attacks of 2 * |AUROC - 0.5|, in [0, 1]: 0 when forgotten images
-                 stand to the references as never-seen ones do; over-forgetting (forgotten images
-                 *worse* than the references do on them) counts too
-  unlearning_score = retain_acc * heldout_acc * (1 - mia_gap)     primary, higher is better
-A model retrained without the forget set is, on every image, one more draw of the references: both
-AUROCs about 0.5. Utility counts both what the model keeps (retained images) and how it generalizes
+  mia_gap        max over the four of 2 * |AUROC - 0.5|, in [0, 1]: 0 when forgotten images stand to the
+                 references as never-seen ones do; over-forgetting (forgotten images *worse* than the
+                 references do on them) counts too
+The retrain test (`retrain_auc`) asks, on the forgotten writer's images, whether the model is one more draw
+of the references image by image: retrain_auc_forget (the forget set) and retrain_auc_writer (the unseen
+images); retrain_gap is max of 2 * |AUROC - 0.5| over the two.
+  gap = max(mia_gap, retrain_gap)
+  unlearning_score = retain_acc * heldout_acc * (1 - gap)     primary, higher is better
+A model retrained without the forget set is, on every image, one more draw of the references: every
+AUROC about 0.5. Utility counts both what the model keeps (retained images) and how it generalizes
 (never-trained images), as the NeurIPS 2023 unlearning challenge's utility does. A constant output has
 accuracies near 0.1, so it scores about 0.01. The command
 line and the one-line error contract come from the harness's `task_runtime` package.
@@ -106,20 +113,47 @@ def auroc(members: np.ndarray, nonmembers: np.ndarray) -> float:
     return float((ranks[:n1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
+NONMEMBERS = {"heldout": "", "unseen": "_writer"}  # each attack's non-members, and its metrics' suffix
+AUDITED = ("forget", *NONMEMBERS)
+WRITER = {"forget": "forget", "unseen": "writer"}  # the forgotten writer's images the retrain test runs on
+SD_FLOOR = 0.05  # a reference log-odds sd is at least this (images every reference model agrees on)
+
+
+def retrain_auc(odds: np.ndarray, reference_odds: np.ndarray) -> float:
+    """`odds` (n,): the model's log-odds; `reference_odds` (references, n): theirs. Is the model one more draw of the reference models on these images? For each reference in turn, the
+    distance |log-odds - median| / sd of the model's log-odds from the other references' and the same distance
+    of that reference's own; the AUROC of the model's distances against theirs (pooled over the references and
+    the images) is 0.5 for a model retrained like them, above it for one that strays further from them, image
+    by image, than they stray from each other (a model edited towards them on average, not on each image)."""
+    mine, theirs = [], []
+    for k in range(len(reference_odds)):
+        others = np.delete(reference_odds, k, axis=0)
+        centre, scale = np.median(others, axis=0), np.maximum(others.std(axis=0, ddof=1), SD_FLOOR)
+        mine.append(np.abs(odds - centre) / scale)
+        theirs.append(np.abs(reference_odds[k] - centre) / scale)
+    return auroc(np.concatenate(mine), np.concatenate(theirs))
+
+
 def score(weights: dict[str, np.ndarray], data: dict[str, np.ndarray]) -> dict[str, float]:
     odds, correct = {}, {}
-    for part in ("forget", "heldout", "retain"):
+    for part in ("forget", "heldout", "unseen", "retain"):
         odds[part], pred = log_odds_and_predictions(weights, data[f"{part}_x"], data[f"{part}_y"])
         correct[part] = (pred == data[f"{part}_y"]).astype(float)
     acc = {part: float(c.mean()) for part, c in correct.items()}
-    calibrated = {part: (odds[part] - data[f"{part}_refmed"]) / data[f"{part}_refsd"] for part in ("forget", "heldout")}
-    labels = {part: correct[part] - data[f"{part}_refacc"] for part in ("forget", "heldout")}
-    auc_loss = auroc(calibrated["forget"], calibrated["heldout"])
-    auc_label = auroc(labels["forget"], labels["heldout"])
-    gap = 2.0 * max(abs(auc_loss - 0.5), abs(auc_label - 0.5))
+    calibrated = {part: (odds[part] - data[f"{part}_refmed"]) / data[f"{part}_refsd"] for part in AUDITED}
+    labels = {part: correct[part] - data[f"{part}_refacc"] for part in AUDITED}
+    aucs = {}
+    for part, suffix in NONMEMBERS.items():
+        aucs[f"mia_auc_loss{suffix}"] = auroc(calibrated["forget"], calibrated[part])
+        aucs[f"mia_auc_label{suffix}"] = auroc(labels["forget"], labels[part])
+    retrain = {f"retrain_auc_{name}": retrain_auc(odds[part], data[f"{part}_refodds"].T)  # stored a row per image
+               for part, name in WRITER.items()}
+    mia_gap = 2.0 * max(abs(a - 0.5) for a in aucs.values())
+    retrain_gap = 2.0 * max(abs(a - 0.5) for a in retrain.values())
+    gap = max(mia_gap, retrain_gap)
     return {"unlearning_score": acc["retain"] * acc["heldout"] * (1.0 - gap), "retain_acc": acc["retain"],
-            "heldout_acc": acc["heldout"], "forget_acc": acc["forget"], "mia_auc_loss": auc_loss,
-            "mia_auc_label": auc_label, "mia_gap": gap}
+            "heldout_acc": acc["heldout"], "forget_acc": acc["forget"], "unseen_acc": acc["unseen"], **aucs,
+            "mia_gap": mia_gap, **retrain, "retrain_gap": retrain_gap, "gap": gap}
 
 
 def evaluate(phase: str, predictions_dir: Path, labels_dir: Path) -> dict[str, float]:

@@ -5,22 +5,25 @@ Run by `benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/unlearning> [--scale lite|gpu]
 
-The generator (version 4.0.0; all draws from SEED, so two runs write the same bytes). Each of sklearn's
-1797 digits (/16) is assigned to one of N_WRITERS writers at random, who writes it `copies` times
-(SCALES: once at the lite scale; each copy has its own jitter and noise). Every writer has a hidden style
-drawn per writer: a shear, a rotation, a horizontal and a vertical stretch (an affine warp of the 8x8 digit), a
-stroke weight (a gamma on the intensities) and a blur, each of a size set by the writer's STYLE strength,
-and a home position on the canvas. The warped digit is pasted at the writer's home offset (0..2 each way),
-jittered by up to one pixel, on a blank 10x10 canvas with Gaussian pixel noise (sd 0.1), flattened
-row-major to 100 float32 values in [0, 1]. Writer 0 is the writer to forget; its style is drawn at
-FORGOTTEN_STYLE, larger than the others', so what a model learns from its images does not come for free
-from the other writers'. None of the writers, styles or positions is written to any file agent code sees.
+The generator (version 5.0.0; all draws from SEED, so two runs write the same bytes). Each of sklearn's
+1797 digits (/16) is assigned to one of N_WRITERS writers at random (writer 0, the one to forget, with
+chance FORGOTTEN_SHARE, the others equally), who writes it `copies` times (SCALES: once at the lite scale;
+each copy has its own jitter and noise). Every writer has a hidden hand (`writer_styles`): a centre in a
+6-number style space, a per-image spread around it drawn from WOBBLE, and a home position on the canvas;
+every image draws its own style from its writer's hand (`image_style`): a shear, a rotation, a horizontal
+and a vertical stretch (an affine warp of the 8x8 digit), a stroke weight (a gamma on the intensities) and a
+blur, of a size set by the writer's STYLE strength (FORGOTTEN_STYLE for writer 0, far larger, so models that
+never saw that writer do poorly on their digits). The warped digit is pasted at the writer's home offset
+(0..2 each way), jittered by up to one pixel, on a blank 10x10 canvas with Gaussian pixel noise (sd 0.1),
+flattened row-major to 100 float32 values in [0, 1]. None of the writers, hands or styles is written to
+any file agent code sees.
 
-Splits: the forget set is every image of writer 0 (all of them are training images). The other writers'
-images are shuffled: the first `retained` of them are training images (the retained set), the rest are
-never trained on and split in half between validation and test (the held-out images). With several
-copies of a digit, all of them are kept on one side of that cut (it falls at the first whole digit past
-`retained` images), so no held-out image is a re-drawn copy of a training image.
+Splits (`whole_digits`: with several copies of a digit, all of them on one side of every cut): writer 0's
+images are shuffled, the first `forget` of them are training images (the forget set) and the rest are never
+trained on (the unseen images of the forgotten writer, split in half between the val and test audits). The
+other writers' images are shuffled: the first `retained` of them are training images (the retained set), the
+rest are never trained on and split in half between validation and test (the held-out images; with
+several copies, whole digits on each side).
 Agent code gets a random `retain_public` of the retained images; the others are split in half between the
 val and test audits. The original model is scikit-learn's MLPClassifier (100-`hidden`-10, ReLU, Adam,
 fixed random_state) trained on every training image, the forget set included; it fits them all.
@@ -29,11 +32,12 @@ The audit's reference models: REFERENCES networks of the same architecture train
 retained images only (never a forget image), with the recipe `train_reference` (Adam, each batch also
 shown rolled by up to 2 pixels on the canvas), each from its own seed, on `task_runtime.pick_device()`'s
 device (CUDA when a GPU is visible, so a GPU-prepared gpu-scale workspace rounds differently from a
-CPU-prepared one; the lite scale always trains on the CPU). For every forget and held-out
-image the labels keep the median and the standard deviation over them of the true class's log-odds and
-the fraction of them that classify it correctly: the evaluator's attacks compare the scored model with
-what a model that never saw the image does on that very image (difficulty calibration; Watson et al.
-2022, Carlini et al. 2022). Layout under --out:
+CPU-prepared one; the lite scale always trains on the CPU). For every forget, held-out and unseen image the
+labels keep the median and the standard deviation over them of the true class's log-odds and the fraction
+of them that classify it correctly: the evaluator's attacks compare the scored model with what a model that
+never saw the image does on that very image (difficulty calibration; Watson et al. 2022, Carlini et al.
+2022). For the forgotten writer's images (forget and unseen) they also keep every reference's log-odds, for
+the evaluator's retrain test (is the model one more draw of the references there?). Layout under --out:
 
     public/original_model.npz   w1 (100, H), b1 (H,), w2 (H, 10), b2 (10,) float32 (H = the scale's `hidden`)
     public/forget.npz           x (n, 100) float32, y (n,) int64       the images to forget
@@ -41,16 +45,19 @@ what a model that never saw the image does on that very image (difficulty calibr
     test_inputs/README.txt      the test phase needs no inputs (the model is scored on hidden images)
     labels/eval_val.npz, labels/eval_test.npz
         forget_x, forget_y        the forget set (members whose membership should be undetectable)
-        forget_refmed, forget_refsd, forget_refacc    the reference models' log-odds median, sd, accuracy
+        forget_refmed, forget_refsd, forget_refacc, forget_refodds (n, REFERENCES)    the reference models'
+                                  log-odds median, sd, accuracy, and each one's log-odds
         heldout_x, heldout_y      validation / test images of the other writers (never trained on)
         heldout_refmed, heldout_refsd, heldout_refacc
+        unseen_x, unseen_y        half each of the forgotten writer's never-trained images
+        unseen_refmed, unseen_refsd, unseen_refacc, unseen_refodds
         retain_x, retain_y        half each of the hidden retained images (members to keep)
         hidden                    the width H the evaluator checks the weights against (gpu scale only:
-                                  the lite scale's labels predate it and mean 128)
+                                  labels without it mean 128)
 
-Scales (SCALES, `--scale`): lite is the task as published (1797 images, 800 retained, width 128, the
-references on the CPU); gpu has every digit written 8 times (14,376 images: forget 2,288, retained 6,400 of
-which 800 public, held out 2 x 2,844), a 512-wide network and larger reference batches, sized for a GPU
+Scales (SCALES, `--scale`): lite is the task as published (1797 images: forget 300, retained 800, width
+128, the references on the CPU); gpu has every digit written 8 times (14,376 images: forget 2,400, retained
+6,400 of which 800 public), a 512-wide network and larger reference batches, sized for a GPU
 (about a CPU-minute to prepare here).
 """
 
@@ -72,37 +79,63 @@ from task_runtime.digits import digit_images  # noqa: E402
 SEED = 20271203  # fixed: changing it changes the task (bump the version)
 N_WRITERS = 6
 STYLE = 0.5  # the size of every other writer's style (1 = the largest warp below)
-FORGOTTEN_STYLE = 1.0  # the forgotten writer's
+FORGOTTEN_STYLE = 2.0  # the forgotten writer's: far from every other hand, so models that never saw it do poorly on it
+FORGOTTEN_SHARE = 0.3  # the chance that a digit is the forgotten writer's (the others share the rest equally)
+WOBBLE = (0.05, 0.25)  # each writer's per-image spread around their own style centre is drawn from this range
 CANVAS = 10
 NOISE = 0.1
 REFERENCES = 8  # reference models per audit
-# Everything a scale changes. copies: how many times each of the 1797 digits is drawn; retained: training
-# images of the other writers (at least); retain_public: of them, the ones agent code gets; hidden: the
+# Everything a scale changes. copies: how many times each of the 1797 digits is drawn; forget: training
+# images of the forgotten writer (at least; the forget set; their other images are never trained on, held out
+# for the audit); retained: training images of the other writers (at least); retain_public: of them, the ones
+# agent code gets; hidden: the
 # network's width; original_epochs: the original's max_iter; reference_epochs, reference_batch: the
 # references' recipe (each batch is also shown shifted, so a step sees twice the batch).
 SCALES = {
-    "lite": {"copies": 1, "retained": 800, "retain_public": 100, "hidden": 128, "original_epochs": 300,
+    "lite": {"copies": 1, "forget": 300, "retained": 800, "retain_public": 100, "hidden": 128, "original_epochs": 300,
              "reference_epochs": 150, "reference_batch": 32},
-    "gpu": {"copies": 8, "retained": 6400, "retain_public": 800, "hidden": 512, "original_epochs": 100,
+    "gpu": {"copies": 8, "forget": 2400, "retained": 6400, "retain_public": 800, "hidden": 512, "original_epochs": 100,
             "reference_epochs": 60, "reference_batch": 128},
 }
 REFERENCE_SEEDS = [1000 + k for k in range(REFERENCES)]  # the oracle retrains with other seeds
-SD_FLOOR = 0.05  # the reference log-odds sd is at least this (images every reference model agrees on)
+
+
+def evaluator():
+    """The task's evaluate.py, loaded from beside this file: the one home of the audit's constants."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("unlearning_evaluate", Path(__file__).resolve().parent / "evaluate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SD_FLOOR = evaluator().SD_FLOOR  # the reference log-odds sd is at least this (evaluate.py's)
 
 
 def writer_styles(rng: np.random.Generator) -> list[dict[str, float]]:
+    """Each writer's hidden hand: a centre in style space (6 numbers in [-1, 1]), how far each of their images
+    strays from it (`wobble`, drawn per writer from WOBBLE), the size of their warps (STYLE, FORGOTTEN_STYLE for
+    writer 0) and a home position on the canvas."""
     out = []
     for writer in range(N_WRITERS):
-        g = FORGOTTEN_STYLE if writer == 0 else STYLE
-        u = rng.uniform(-1.0, 1.0, 6)
-        out.append({"shear": g * 0.3 * u[0], "rotation": g * 0.2 * u[1], "stretch_x": 1 + g * (0.125 * u[2] - 0.025),
-                    "stretch_y": 1 + g * (0.125 * u[3] - 0.025), "gamma": float(np.exp(g * 0.5 * u[4])),
-                    "blur": g * 0.25 * (u[5] + 1), "home_y": int(rng.integers(0, 3)), "home_x": int(rng.integers(0, 3))})
+        out.append({"centre": rng.uniform(-1.0, 1.0, 6), "wobble": float(rng.uniform(*WOBBLE)),
+                    "size": FORGOTTEN_STYLE if writer == 0 else STYLE,
+                    "home_y": int(rng.integers(0, 3)), "home_x": int(rng.integers(0, 3))})
     return out
 
 
+def image_style(hand: dict, rng: np.random.Generator) -> dict[str, float]:
+    """One image's own style: its writer's centre moved by the writer's wobble (per image), mapped to a shear,
+    a rotation, two stretches (an affine warp of the 8x8 digit), a stroke weight (gamma) and a blur."""
+    g, u = hand["size"], hand["centre"] + hand["wobble"] * rng.normal(0.0, 1.0, 6)
+    return {"shear": g * 0.3 * u[0], "rotation": g * 0.2 * u[1], "stretch_x": 1 + g * (0.125 * u[2] - 0.025),
+            "stretch_y": 1 + g * (0.125 * u[3] - 0.025), "gamma": float(np.exp(g * 0.5 * u[4])),
+            "blur": max(0.0, g * 0.25 * (u[5] + 1))}
+
+
 def warp(image: np.ndarray, style: dict[str, float]) -> np.ndarray:
-    """One 8x8 digit in [0, 1] drawn in a writer's style."""
+    """One 8x8 digit in [0, 1] drawn in one image's style."""
     from scipy import ndimage
 
     c, s = np.cos(style["rotation"]), np.sin(style["rotation"])
@@ -127,30 +160,38 @@ def generate(scale: str = "lite") -> dict[str, np.ndarray]:
     base = np.tile(np.arange(len(labels)), config["copies"])  # image i draws digit base[i]
     images, y = digits[base], labels[base]
     rng = np.random.default_rng(SEED)
-    writer = rng.integers(0, N_WRITERS, len(labels))[base]  # a digit's copies are all by one writer
-    styles = writer_styles(rng)
+    share = np.array([FORGOTTEN_SHARE] + [(1 - FORGOTTEN_SHARE) / (N_WRITERS - 1)] * (N_WRITERS - 1))
+    writer = rng.choice(N_WRITERS, len(labels), p=share)[base]  # a digit's copies are all by one writer
+    hands = writer_styles(rng)
     canvas = np.zeros((len(y), CANVAS, CANVAS))
     for i in range(len(y)):
-        style = styles[writer[i]]
-        dy = int(np.clip(style["home_y"] + rng.integers(-1, 2), 0, CANVAS - 8))
-        dx = int(np.clip(style["home_x"] + rng.integers(-1, 2), 0, CANVAS - 8))
-        canvas[i, dy:dy + 8, dx:dx + 8] = warp(images[i], style)
+        hand = hands[writer[i]]
+        dy = int(np.clip(hand["home_y"] + rng.integers(-1, 2), 0, CANVAS - 8))
+        dx = int(np.clip(hand["home_x"] + rng.integers(-1, 2), 0, CANVAS - 8))
+        canvas[i, dy:dy + 8, dx:dx + 8] = warp(images[i], image_style(hand, rng))
     noisy = canvas + rng.normal(0.0, NOISE, canvas.shape)
     x = np.clip(noisy, 0.0, 1.0).reshape(len(y), -1).astype(np.float32)
-    others = rng.permutation(np.flatnonzero(writer != 0))
-    # Whole digits on each side of the cut: the digits in the order they first appear in `others`, and the
-    # first of them until `retained` images are reached (one image per digit at lite: others[:retained]).
-    _, first, group = np.unique(base[others], return_index=True, return_inverse=True)
+    forget, unseen = whole_digits(rng.permutation(np.flatnonzero(writer == 0)), base, config["forget"])
+    retain, heldout = whole_digits(rng.permutation(np.flatnonzero(writer != 0)), base, config["retained"])
+    hidden = retain[config["retain_public"]:]
+    val, test = whole_digits(heldout, base, len(heldout) // 2)  # the halves: no digit in both audits
+    unseen_val, unseen_test = whole_digits(unseen, base, len(unseen) // 2)
+    return {"x": x, "y": y, "writer": writer, "base": base, "forget": forget,
+            "retain": retain, "retain_public": retain[:config["retain_public"]],
+            "retain_val": hidden[: len(hidden) // 2], "retain_test": hidden[len(hidden) // 2:],
+            "val": val, "test": test, "unseen_val": unseen_val, "unseen_test": unseen_test}
+
+
+def whole_digits(images: np.ndarray, base: np.ndarray, at_least: int) -> tuple[np.ndarray, np.ndarray]:
+    """`images` (shuffled indices) cut in two with all copies of a digit on one side: the digits in the order they
+    first appear, the first of them until `at_least` images are reached (one image per digit at lite: a plain
+    cut at `at_least`)."""
+    _, first, group = np.unique(base[images], return_index=True, return_inverse=True)
     order = np.argsort(first)
     sizes = np.bincount(group)[order]
     kept = np.zeros(len(first), dtype=bool)
-    kept[order[np.cumsum(sizes) - sizes < config["retained"]]] = True
-    retain, heldout = others[kept[group]], others[~kept[group]]
-    hidden = retain[config["retain_public"]:]
-    return {"x": x, "y": y, "writer": writer, "base": base, "forget": np.flatnonzero(writer == 0),
-            "retain": retain, "retain_public": retain[:config["retain_public"]],
-            "retain_val": hidden[: len(hidden) // 2], "retain_test": hidden[len(hidden) // 2:],
-            "val": heldout[: len(heldout) // 2], "test": heldout[len(heldout) // 2:]}
+    kept[order[np.cumsum(sizes) - sizes < at_least]] = True
+    return images[kept[group]], images[~kept[group]]
 
 
 def train_original(x: np.ndarray, y: np.ndarray, scale: str = "lite") -> dict[str, np.ndarray]:
@@ -209,10 +250,13 @@ def log_odds(weights: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> tu
 
 
 def reference_stats(references: list[dict[str, np.ndarray]], x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    """What models that never saw these images do on each: the median and sd of the true class's log-odds, the
+    fraction that classify it correctly (the attacks' calibration) and every reference's log-odds (the
+    evaluator's retrain test), each array a row per image."""
     odds, correct = zip(*(log_odds(w, x, y) for w in references))
     odds = np.array(odds)
     return {"refmed": np.median(odds, axis=0), "refsd": np.maximum(odds.std(axis=0, ddof=1), SD_FLOOR),
-            "refacc": np.array(correct, dtype=np.float64).mean(axis=0)}
+            "refacc": np.array(correct, dtype=np.float64).mean(axis=0), "refodds": odds.T.copy()}  # a row per image
 
 
 def build(out: Path, scale: str = "lite") -> None:
@@ -238,11 +282,13 @@ def build(out: Path, scale: str = "lite") -> None:
     forget = data["forget"]
     forget_stats = reference_stats(references, x[forget], y[forget])
     for phase in ("val", "test"):
-        h, r = data[phase], data[f"retain_{phase}"]
+        h, r, u = data[phase], data[f"retain_{phase}"], data[f"unseen_{phase}"]
         arrays = {"forget_x": x[forget], "forget_y": y[forget], "heldout_x": x[h], "heldout_y": y[h],
-                  "retain_x": x[r], "retain_y": y[r]}
+                  "unseen_x": x[u], "unseen_y": y[u], "retain_x": x[r], "retain_y": y[r]}
         arrays.update({f"forget_{k}": v for k, v in forget_stats.items()})
-        arrays.update({f"heldout_{k}": v for k, v in reference_stats(references, x[h], y[h]).items()})
+        arrays.update({f"unseen_{k}": v for k, v in reference_stats(references, x[u], y[u]).items()})
+        heldout_stats = reference_stats(references, x[h], y[h])
+        arrays.update({f"heldout_{k}": v for k, v in heldout_stats.items() if k != "refodds"})  # no retrain test there
         if scale != "lite":  # the lite labels stay as published (no key: width 128)
             arrays["hidden"] = np.array(SCALES[scale]["hidden"], dtype=np.int64)
         np.savez(out / "labels" / f"eval_{phase}.npz", **arrays)

@@ -35,7 +35,7 @@ def test_agent_visible_data_holds_no_hidden_image(prepared) -> None:
         public = {row.tobytes() for row in np.concatenate([retain["x"], forget["x"]])}
         forget_rows = {row.tobytes() for row in forget["x"]}
     val, test = hidden(prepared, "val"), hidden(prepared, "test")
-    for part in ("heldout_x", "retain_x"):  # scored images are never visible, and val and test differ
+    for part in ("heldout_x", "unseen_x", "retain_x"):  # scored images are never visible, and val and test differ
         assert not {r.tobytes() for r in val[part]} & public and not {r.tobytes() for r in test[part]} & public
         assert not {r.tobytes() for r in val[part]} & {r.tobytes() for r in test[part]}
     assert {r.tobytes() for r in val["forget_x"]} == forget_rows  # the audit is about exactly the forget set
@@ -59,8 +59,10 @@ def test_the_original_model_is_caught_by_the_audit(prepared, ev) -> None:
     weights = {k: v.astype(float) for k, v in original(prepared).items()}
     metrics = ev.score(weights, hidden(prepared, "val"))
     assert metrics["forget_acc"] == 1.0 and metrics["retain_acc"] == 1.0 and metrics["mia_auc_loss"] > 0.6
+    assert metrics["gap"] == max(metrics["mia_gap"], metrics["retrain_gap"])
     assert metrics["unlearning_score"] == pytest.approx(
-        metrics["retain_acc"] * metrics["heldout_acc"] * (1 - metrics["mia_gap"]))
+        metrics["retain_acc"] * metrics["heldout_acc"] * (1 - metrics["gap"]))
+    assert metrics["retrain_auc_forget"] > 0.75  # far from every reference on the forgotten writer's images
     assert metrics["unlearning_score"] < 0.6 < prepared.spec.metric.target
 
 
@@ -77,7 +79,7 @@ def test_shrinking_the_whole_model_pays_in_heldout_accuracy(prepared, ev) -> Non
 
 def test_confidence_softening_alone_is_caught_by_the_label_only_attack(prepared, ev) -> None:
     """Scaling the logits down hides the loss signal on everything, but the forget set is still
-    classified perfectly against about 84% of unseen images: the label-only attack sees it."""
+    classified perfectly against about 78% of unseen images: the label-only attack sees it."""
     weights = {k: v.astype(float) for k, v in original(prepared).items()}
     weights["w2"], weights["b2"] = weights["w2"] * 1e-3, weights["b2"] * 1e-3
     metrics = ev.score(weights, hidden(prepared, "val"))
@@ -124,31 +126,37 @@ def test_driver_rejects_a_different_architecture(prepared, tmp_path: Path) -> No
 
 def test_description_states_the_formula() -> None:
     text = (TASK_DIR / "description.md").read_text()
-    assert "unlearning_score` = retain_acc x heldout_acc x (1 - mia_gap)" in text and "2 x |AUROC - 0.5|" in text
+    assert "unlearning_score` = retain_acc x heldout_acc x (1 - gap)" in text and "2 x |AUROC - 0.5|" in text
+    assert "`gap` = max(`mia_gap`, `retrain_gap`)" in text
     assert "labels/" not in text and "evaluate.py" not in text
 
 
 def test_forget_set_is_one_writer_and_the_references_never_saw_it(prepared) -> None:
-    """The generator's forget set is every image of writer 0, none of them retained or held out; the audit's
-    reference statistics are per image, for the forget and held-out images only, from models trained on
-    the retained images alone."""
+    """The generator's forget set and unseen images are writer 0's, none of them retained or held out; the
+    audit's reference statistics are per image, for the forget, held-out and unseen images only, from models
+    trained on the retained images alone; the retrain test's per-reference log-odds only for writer 0's."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("unlearning_prepare", TASK_DIR / "prepare.py")
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
     data = gen.generate()
-    assert set(np.flatnonzero(data["writer"] == 0)) == set(data["forget"])
-    assert not set(data["forget"]) & (set(data["retain"]) | set(data["val"]) | set(data["test"]))
+    unseen = set(data["unseen_val"]) | set(data["unseen_test"])
+    assert set(np.flatnonzero(data["writer"] == 0)) == set(data["forget"]) | unseen
+    assert not set(data["forget"]) & unseen and not set(data["unseen_val"]) & set(data["unseen_test"])
+    assert not (set(data["forget"]) | unseen) & (set(data["retain"]) | set(data["val"]) | set(data["test"]))
     assert set(data["writer"][data["retain"]]) == set(range(1, gen.N_WRITERS))
     for phase in ("val", "test"):
         labels = hidden(prepared, phase)
-        for part in ("forget", "heldout"):
+        for part in ("forget", "heldout", "unseen"):
             n = len(labels[f"{part}_y"])
             assert labels[f"{part}_refmed"].shape == labels[f"{part}_refsd"].shape == labels[f"{part}_refacc"].shape == (n,)
             assert (labels[f"{part}_refsd"] >= gen.SD_FLOOR).all()
             assert ((labels[f"{part}_refacc"] >= 0) & (labels[f"{part}_refacc"] <= 1)).all()
-        assert not any(k.startswith("retain_ref") for k in labels)
+        assert not any(k.startswith("retain_ref") for k in labels) and "heldout_refodds" not in labels
+        for part in ("forget", "unseen"):
+            assert labels[f"{part}_refodds"].shape == (len(labels[f"{part}_y"]), gen.REFERENCES)  # a row per image
+            assert np.allclose(np.median(labels[f"{part}_refodds"], axis=1), labels[f"{part}_refmed"])
 
 
 def test_gpu_scale_draws_more_of_every_writer_and_a_wider_network() -> None:
@@ -163,8 +171,9 @@ def test_gpu_scale_draws_more_of_every_writer_and_a_wider_network() -> None:
     assert len(big["x"]) == gpu["copies"] * len(small["x"]) and big["x"].shape[1] == 100
     assert len(big["forget"]) == gpu["copies"] * len(small["forget"])
     assert (len(big["retain"]), len(big["retain_public"])) == (gpu["retained"], gpu["retain_public"])
-    digits = {part: set(big["base"][big[part]]) for part in ("forget", "retain", "val", "test")}
-    assert not digits["forget"] & (digits["retain"] | digits["val"] | digits["test"])
+    digits = {part: set(big["base"][big[part]]) for part in ("forget", "retain", "val", "test", "unseen_val", "unseen_test")}
+    assert not digits["forget"] & (digits["retain"] | digits["val"] | digits["test"] | digits["unseen_val"] | digits["unseen_test"])
+    assert not digits["unseen_val"] & digits["unseen_test"]
     assert not digits["retain"] & (digits["val"] | digits["test"])
 
 
@@ -173,10 +182,12 @@ def test_the_evaluator_takes_the_width_from_its_labels(tmp_path: Path, ev) -> No
     wrote. Labels without it (the lite scale's) mean 128."""
     rng = np.random.default_rng(0)
     labels = {"hidden": np.array(512)}
-    for part in ("forget", "heldout", "retain"):
+    for part in ("forget", "heldout", "unseen", "retain"):
         labels.update({f"{part}_x": rng.random((6, 100)), f"{part}_y": np.arange(6)})
-    for part in ("forget", "heldout"):
+    for part in ("forget", "heldout", "unseen"):
         labels.update({f"{part}_refmed": np.zeros(6), f"{part}_refsd": np.ones(6), f"{part}_refacc": np.full(6, 0.5)})
+    for part in ("forget", "unseen"):
+        labels[f"{part}_refodds"] = rng.normal(0.0, 1.0, (6, 8))
     (tmp_path / "labels").mkdir()
     np.savez(tmp_path / "labels" / "eval_val.npz", **labels)
     for width, ok in ((512, True), (128, False)):
@@ -207,3 +218,16 @@ def test_the_driver_builds_the_original_models_width(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     with np.load(tmp_path / "out" / "model.npz") as out:
         assert out["w1"].shape == (100, 256) and out["w2"].shape == (256, 10)
+
+
+def test_the_retrain_test_passes_one_more_reference_and_fails_a_shifted_or_scattered_model(ev) -> None:
+    """retrain_auc is about 0.5 for one more draw of the references, well above it for log-odds that are right
+    on average but scattered image by image (a stand-in that is not a retrain), and below it for log-odds
+    pinned to the references' median (closer than any retrain: that counts in the gap too)."""
+    rng = np.random.default_rng(0)
+    centre, spread = rng.normal(0.0, 3.0, 2000), rng.uniform(0.5, 2.0, 2000)
+    draws = centre + spread * rng.normal(0.0, 1.0, (9, 2000))
+    references, retrain = draws[:8], draws[8]
+    assert abs(ev.retrain_auc(retrain, references) - 0.5) < 0.03
+    assert ev.retrain_auc(centre + 3 * spread * rng.normal(0.0, 1.0, 2000), references) > 0.75
+    assert ev.retrain_auc(np.median(references, axis=0), references) < 0.4
