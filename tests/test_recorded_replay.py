@@ -6,8 +6,9 @@ code edits and score the same validation metric, or the shipped recording no lon
 shorter budget changes the prompts' budget line, so the replay follows the recording by position
 (operator and call number), as measured run times would make it do anyway.
 
-greedy on semi_supervised (one improve, a few CPU-seconds per experiment) and the first step of aide, mcts and
-evolutionary on fairness (issue 27's recordings, whose journals hold the nodes) run in the default suite; AIDE on
+greedy on semi_supervised (one improve, a few CPU-seconds per experiment) and the first step of each agent recorded
+for issue 27 (examples/recorded/agents: aide, mcts, evolutionary, openevolve and ai_scientist_v1 on fairness, react
+on semi_supervised; their journals hold the nodes) run in the default suite; AIDE on
 causality runs the baseline, two drafts and the final test of the better one (about two minutes of CPU,
 most of it the second draft's GLMs), so like the other causality runs it is `slow`.
 
@@ -37,6 +38,11 @@ CASES = [
     pytest.param("agents/mcts-fairness", "mcts", "fairness", 1, [], 1, True, id="mcts-fairness"),
     pytest.param("agents/evolutionary-fairness", "evolutionary", "fairness", 1, [], 1, True, id="evolutionary-fairness"),
     pytest.param("agents/aide-fairness", "aide", "fairness", 1, [], 3, True, id="aide-fairness"),
+    pytest.param("agents/openevolve-fairness", "openevolve", "fairness", 1, [], 1, True, id="openevolve-fairness"),
+    pytest.param("agents/react-semi_supervised", "react", "semi_supervised", 1, [], 3, True,
+                 id="react-semi_supervised"),  # two turns of thought and commands, then the first experiment
+    pytest.param("agents/ai_scientist_v1-fairness", "ai_scientist_v1", "fairness", 1, [], 39, True,  # ideas with reflections first
+                 id="ai_scientist_v1-fairness"),
     pytest.param("causality-aide", "aide", "causality", 2,
                  ["agent.num_drafts=2"],  # the recorded budget of 10 made two drafts; a budget of 2 alone makes one
                  5, True, id="aide-causality", marks=pytest.mark.slow),  # 2 drafts + 3 analyses (baseline's too)
