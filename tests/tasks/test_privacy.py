@@ -185,10 +185,10 @@ def test_baseline_driver_writes_one_score_per_candidate(prepared) -> None:
 
 
 @pytest.mark.parametrize("body, reason", [
-    ("return np.zeros(599)", "expected (600,)"),
-    ("return np.full(600, np.nan)", "600 NaN or infinite"),
+    ("return np.zeros(499)", "expected (500,)"),
+    ("return np.full(500, np.nan)", "500 NaN or infinite"),
     ("return {'a': 1}", "must return"),
-    ("return np.zeros((600, 2))", "expected (600,)"),
+    ("return np.zeros((500, 2))", "expected (500,)"),
 ], ids=["short", "nan", "dict", "2d"])
 def test_driver_rejects_what_the_attack_returns(prepared, tmp_path: Path, body: str, reason: str) -> None:
     attack = f"import numpy as np\ndef attack(target, cx, cy, ax, ay, params, seed):\n    {body}\n"
@@ -197,7 +197,8 @@ def test_driver_rejects_what_the_attack_returns(prepared, tmp_path: Path, body: 
 
 def test_description_states_the_metric_and_the_recipe() -> None:
     text = (TASK_DIR / "description.md").read_text()
-    assert "`tpr_at_10pct_fpr`" in text and "higher is better" in text and "120 CPU-seconds" in text
-    assert "200 epochs" in text and "L2 penalty 1e-4" in text  # the documented recipe (target_model.RECIPE)
-    assert "**not** the\nrecipe any target was trained with" in text  # the targets' own recipes are secret
+    words = " ".join(text.split())
+    assert "`tpr_at_10pct_fpr`" in text and "higher is better" in text and "120 CPU-seconds" in words
+    assert "200 epochs" in words and "L2 penalty 1e-4" in words  # the documented recipe (target_model.RECIPE)
+    assert "it is **not** the recipe any target was trained with" in words  # the targets' own recipes are secret
     assert "labels/" not in text and "evaluate.py" not in text
