@@ -21,7 +21,8 @@ swapped for as many non-members, so every candidate is IN or OUT among the targe
 (the strongest: the 1.0 since version 3.0.0, where an agent's attack estimated the companions). Each
 with per-candidate or shared (median) variances; the variant is picked on the validation world and
 scored once on the hidden test world with the task's own evaluator. Numerics are pinned as the driver
-pins them. Default run: 128 shadows per world and kind, about 10 CPU-minutes.
+pins them. Default run: 128 shadows per world and kind, about 7 CPU-minutes: val 0.806, test 0.486
+(the companions, per-candidate variances: the 1.0); online LiRA with the world's recipe val 0.54, test 0.46.
 """
 
 from __future__ import annotations
