@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
                 ids, phi, masks, phis = fitted[phase, rate]
                 frame = pd.DataFrame({"id": ids, "score": lira(phi, masks, phis, variance)})
                 scores[phase] = evaluate(task, phase, lambda out, f=frame: f.to_csv(out / "scores.csv", index=False))
-            kind = "online LiRA over the membership process" if rate is None else f"LiRA among the true companions ({rate:g} swapped)"
+            kind = ("online LiRA over the membership process" if rate is None
+                    else f"LiRA among the true companions ({rate:g} swapped)")
             picker.add(f"{kind}, the world's recipe, {variance} variance, {args.shadows} shadows", scores)
     picker.conclude()
     return 0

@@ -49,9 +49,10 @@ def attack(target: dict, candidates_x: np.ndarray, candidates_y: np.ndarray, aux
     masks, phis = np.array(masks), np.array(phis)
     mean_in = np.where(masks, phis, 0).sum(axis=0) / masks.sum(axis=0)
     mean_out = np.where(~masks, phis, 0).sum(axis=0) / (~masks).sum(axis=0)
-    var_in = max(float(np.median(np.where(masks, (phis - mean_in) ** 2, np.nan).mean(axis=0, where=masks))), p["min_var"])
-    var_out = max(float(np.median(np.where(~masks, (phis - mean_out) ** 2, np.nan).mean(axis=0, where=~masks))),
-                  p["min_var"])
+    # one variance each, the median over the candidates of their own IN (OUT) shadows' spread
+    var_in = np.median(np.where(masks, (phis - mean_in) ** 2, np.nan).mean(axis=0, where=masks))
+    var_out = np.median(np.where(~masks, (phis - mean_out) ** 2, np.nan).mean(axis=0, where=~masks))
+    var_in, var_out = max(float(var_in), p["min_var"]), max(float(var_out), p["min_var"])
     phi = logit_confidence(target_model.logits(target, candidates_x), candidates_y)
     return (-0.5 * (phi - mean_in) ** 2 / var_in - 0.5 * np.log(var_in)
             + 0.5 * (phi - mean_out) ** 2 / var_out + 0.5 * np.log(var_out))
