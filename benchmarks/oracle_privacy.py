@@ -1,42 +1,33 @@
-"""privacy's 1.0: the likelihood-ratio attack of an attacker who knows every other candidate's membership.
+"""privacy's 1.0: the likelihood-ratio attack of an attacker who knows each world's hidden draw.
 
     python benchmarks/oracle_privacy.py [--shadows 128] [--conditioned 0.2 ...]
 
-The attacker here knows everything about how a world was made except its coin flips: the target's
-exact training recipe (baseline/target_model.py), the candidate pool, and the membership process
-(prepare.py: exactly half of the candidates, within one of half of every class, trained on in id
-order). The most powerful test of "candidate i is a member" given the target's output is then the
-likelihood ratio between the target's output distribution when i is in the training set and when it
-is not, over that process (Neyman-Pearson); online LiRA (Carlini et al. 2022, "Membership Inference
-Attacks From First Principles", their strongest attack) estimates it per candidate: shadow models are
-trained with the target's recipe on random draws of the membership process itself (so each
-candidate is IN for half of the shadows and OUT for the other half), the logit-scaled confidence of
-the true label, phi = log(p_y / (1 - p_y)), is fitted with one Gaussian over the IN shadows and one
-over the OUT shadows, and the score is the log-likelihood ratio of the target's phi. Variants (the
-Gaussians' variance per candidate or shared, as Carlini et al. do with few shadows; the offline,
-OUT-only test the reference uses, for comparison) are picked on the validation world and the pick
-is scored once on the hidden test world with the task's own evaluator. Numerics are pinned as the
-driver pins them. 256 shadows per world: about four CPU-minutes.
+Since version 4.0.0 each world is a hidden draw (ml_tasks/privacy/prepare.py, `draw_worlds`): the
+target's training recipe (epochs, learning rate, batch size, weight penalty, per-epoch perturbations of
+the training images), the private images it trained on besides its member candidates, and the
+membership process (a hidden share, a rate per class). This oracle knows all of it but the coin flips.
+The most powerful test of "candidate i is a member" given the target's output is then the likelihood
+ratio between the target's output distribution when i is in the training set and when it is not
+(Neyman-Pearson), which LiRA (Carlini et al. 2022, "Membership Inference Attacks From First
+Principles") estimates per candidate: shadow models trained with the world's own recipe
+(`prepare.train_hidden`), the logit-scaled confidence of the true label, phi = log(p_y / (1 - p_y)),
+fitted with one Gaussian over the shadows that held the candidate (IN) and one over those that did not
+(OUT), the score the log-likelihood ratio of the target's phi.
 
-A target's output on one candidate depends on who else it was trained with, so a test that knows the
-target's real companions is stronger still: the oracle (`--conditioned RATE`) trains the shadows on the
-world's true member set with RATE of each class's members swapped for as many non-members, so each
-candidate is IN or OUT among the target's actual training set, and scores the same per-candidate
-likelihood ratio. No attacker has the companions, but one can estimate them: a strong LLM agent's
-attack re-estimated the member set from a first LiRA round and trained context-conditioned shadows
-around it (test 0.903, beyond online LiRA's 0.78), which is why the conditioned test, not online LiRA,
-is the 1.0. Default run, 128 shadows per world and variant (about 8 CPU-minutes): online LiRA val 0.747
-/ test 0.773, the conditioned oracle at 0.2 swapped val 0.947 / test 0.957 (picked on val: the 1.0).
-
-Measured before (val / test TPR at 10% FPR, per-candidate variances, picked on val over the shared-variance and
-offline variants every time): 16 shadows 0.680 / 0.703 (shared variance, picked: 0.697 / 0.727), 128
-0.747 / 0.770, 256 0.767 / 0.780 (the 1.0), 512 0.767 / 0.773: the estimate has converged. Offline
-LiRA with the same shadows scores 0.687 / 0.703 at 256, the reference's offline LiRA on the auxiliary
-pool 0.36-0.39 / 0.43-0.47.
+Two kinds of shadows: online LiRA over the world's membership process (each shadow trains on a fresh
+draw of the members plus the world's private images), and LiRA among the true companions
+(`--conditioned RATE`): the world's true training set with RATE of each class's member candidates
+swapped for as many non-members, so every candidate is IN or OUT among the target's real companions
+(the strongest: the 1.0 since version 3.0.0, where an agent's attack estimated the companions). Each
+with per-candidate or shared (median) variances; the variant is picked on the validation world and
+scored once on the hidden test world with the task's own evaluator. Numerics are pinned as the driver
+pins them. Default run: 128 shadows per world and kind, about 7 CPU-minutes: val 0.806, test 0.486
+(the companions, per-candidate variances: the 1.0); online LiRA with the world's recipe val 0.54, test 0.46.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -57,6 +48,15 @@ from oracle_common import BestOnVal, evaluate, prepared  # noqa: E402
 SEED = 0
 
 
+def load_prepare():
+    """The task's prepare.py (the generator and its hidden draws), imported under its own name."""
+    spec = importlib.util.spec_from_file_location("privacy_prepare", TASK_DIR / "prepare.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while it loads
+    spec.loader.exec_module(module)
+    return module
+
+
 def logit_confidence(logits: np.ndarray, y: np.ndarray) -> np.ndarray:
     """log(p_y / (1 - p_y)): the true logit minus the log-sum-exp of the others."""
     rows = np.arange(len(y))
@@ -64,14 +64,6 @@ def logit_confidence(logits: np.ndarray, y: np.ndarray) -> np.ndarray:
     others[rows, y] = -np.inf
     top = others.max(axis=1, keepdims=True)
     return logits[rows, y] - (top[:, 0] + np.log(np.exp(others - top).sum(axis=1)))
-
-
-def membership_draw(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """prepare.membership: exactly half, within one of half of every class."""
-    order = np.lexsort((rng.random(len(y)), y))
-    member = np.zeros(len(y), dtype=bool)
-    member[order[::2]] = True
-    return member
 
 
 def swapped(member: np.ndarray, y: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarray:
@@ -85,18 +77,20 @@ def swapped(member: np.ndarray, y: np.ndarray, rate: float, rng: np.random.Gener
     return out
 
 
-def shadows(x: np.ndarray, y: np.ndarray, n: int, rng: np.random.Generator,
-            truth: np.ndarray | None = None, rate: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """(IN masks, phi) of n shadow models, each (n, candidates); candidates are in id order, as the target's rows.
+def shadows(prepare, x: np.ndarray, y: np.ndarray, world, n: int, rng: np.random.Generator,
+            rate: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(IN masks, phi) of n shadow models trained with the world's recipe, each (n, candidates).
 
-    Without `truth` each shadow's members are a fresh draw of the membership process; with it, the true
-    member set with a `rate` share swapped, so every candidate is judged among the target's real companions."""
+    Without `rate` each shadow's member candidates are a fresh draw of the membership process; with it,
+    the true members with a `rate` share swapped. Either way the world's private images are in every one."""
+    cx, cy = x[world.rows], y[world.rows]
     masks, phis = [], []
     for _ in range(n):
-        member = membership_draw(y, rng) if truth is None else swapped(truth, y, rate, rng)
-        weights = target_model.train(x[member], y[member], random_state=int(rng.integers(2**31)))
+        member = prepare.membership(cy, rng) if rate is None else swapped(world.member, cy, rate, rng)
+        rows = np.concatenate([world.rows[member], world.private])
+        weights = prepare.train_hidden(x[rows], y[rows], world.recipe, int(rng.integers(2**31)))
         masks.append(member)
-        phis.append(logit_confidence(target_model.logits(weights, x), y))
+        phis.append(logit_confidence(target_model.logits(weights, cx), cy))
     return np.array(masks), np.array(phis)
 
 
@@ -104,56 +98,51 @@ def gaussian_logpdf(v: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarr
     return -0.5 * ((v - mean) / sd) ** 2 - np.log(sd)
 
 
-def lira(phi_target: np.ndarray, masks: np.ndarray, phis: np.ndarray, variant: str) -> np.ndarray:
-    n_in = masks.sum(axis=0)
-    n_out = (~masks).sum(axis=0)
-    mean_in = np.where(masks, phis, 0).sum(axis=0) / n_in
-    mean_out = np.where(~masks, phis, 0).sum(axis=0) / n_out
+def lira(phi_target: np.ndarray, masks: np.ndarray, phis: np.ndarray, variance: str) -> np.ndarray:
+    n_in, n_out = masks.sum(axis=0), (~masks).sum(axis=0)
+    mean_in = np.where(masks, phis, 0).sum(axis=0) / np.maximum(n_in, 1)
+    mean_out = np.where(~masks, phis, 0).sum(axis=0) / np.maximum(n_out, 1)
     var_in = np.where(masks, (phis - mean_in) ** 2, 0).sum(axis=0) / np.maximum(n_in - 1, 1)
     var_out = np.where(~masks, (phis - mean_out) ** 2, 0).sum(axis=0) / np.maximum(n_out - 1, 1)
-    if variant == "global":
+    if variance == "shared":
         var_in, var_out = np.full_like(var_in, np.median(var_in)), np.full_like(var_out, np.median(var_out))
     sd_in, sd_out = np.sqrt(np.maximum(var_in, 1e-6)), np.sqrt(np.maximum(var_out, 1e-6))
-    if variant == "offline":
-        return (phi_target - mean_out) / sd_out
     return gaussian_logpdf(phi_target, mean_in, sd_in) - gaussian_logpdf(phi_target, mean_out, sd_out)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shadows", type=int, default=128, help="shadow models per world")
+    parser.add_argument("--shadows", type=int, default=128, help="shadow models per world and kind")
     parser.add_argument("--conditioned", type=float, nargs="*", default=[0.2], metavar="RATE",
-                        help="also the oracle that knows every other candidate's membership: shadows on the true "
-                             "member set with this share swapped (e.g. 0.1 0.25)")
+                        help="also LiRA among the true companions: this share of the members swapped (e.g. 0.1 0.25)")
     args = parser.parse_args(argv)
     task = prepared("privacy")
+    prepare = load_prepare()
+    x, y, _, worlds = prepare.draw_worlds()
     rng = np.random.default_rng(SEED)
-    worlds = {"val": task.public_dir, "test": task.test_inputs_dir}
+    folders = {"val": task.public_dir, "test": task.test_inputs_dir}
+    kinds = [None, *args.conditioned]
     fitted = {}
-    for phase, folder in worlds.items():
+    for phase, folder in folders.items():
+        world = worlds[phase]
         cand = np.load(folder / "candidates.npz")
+        if not np.array_equal(cand["id"], world.ids):
+            raise SystemExit("the prepared workspace is not this prepare.py's draw: re-run `python setup.py privacy`")
         target = dict(np.load(folder / "target_model.npz"))
-        masks, phis = shadows(cand["x"], cand["y"], args.shadows, rng)
         phi = logit_confidence(target_model.logits(target, cand["x"]), cand["y"])
-        fitted[phase] = (cand["id"], phi, masks, phis)
-        if args.conditioned:
-            labels = pd.read_csv(task.labels_dir / f"{phase}_membership.csv").set_index("id").loc[cand["id"]]
-            truth = labels["member"].to_numpy() == 1
-            for rate in args.conditioned:
-                fitted[phase, rate] = (cand["id"], phi, *shadows(cand["x"], cand["y"], args.shadows, rng, truth, rate))
+        for rate in kinds:
+            fitted[phase, rate] = (world.ids, phi, *shadows(prepare, x, y, world, args.shadows, rng, rate))
     picker = BestOnVal(task)
-    variants = [(v, None) for v in ("per-candidate", "global", "offline")] + [("per-candidate", r) for r in args.conditioned]
-    for variant, rate in variants:
-        scores = {}
-        for phase in worlds:
-            ids, phi, masks, phis = fitted[phase if rate is None else (phase, rate)]
-            frame = pd.DataFrame({"id": ids, "score": lira(phi, masks, phis, variant)})
-            scores[phase] = evaluate(task, phase, lambda out, f=frame: f.to_csv(out / "scores.csv", index=False))
-        name = (f"LiRA ({variant} variance, {args.shadows} shadows)" if variant != "offline"
-                else f"offline LiRA (OUT shadows only, {args.shadows} shadows)")
-        if rate is not None:
-            name = f"LiRA among the true companions ({rate:g} swapped, {args.shadows} shadows)"
-        picker.add(name, scores)
+    for rate in kinds:
+        for variance in ("per-candidate", "shared"):
+            scores = {}
+            for phase in folders:
+                ids, phi, masks, phis = fitted[phase, rate]
+                frame = pd.DataFrame({"id": ids, "score": lira(phi, masks, phis, variance)})
+                scores[phase] = evaluate(task, phase, lambda out, f=frame: f.to_csv(out / "scores.csv", index=False))
+            kind = ("online LiRA over the membership process" if rate is None
+                    else f"LiRA among the true companions ({rate:g} swapped)")
+            picker.add(f"{kind}, the world's recipe, {variance} variance, {args.shadows} shadows", scores)
     picker.conclude()
     return 0
 

@@ -1,7 +1,8 @@
-"""Harness-owned: the target model's architecture and its exact training recipe.
+"""Harness-owned: the target model's architecture and one documented training recipe of its kind.
 
-`prepare.py` trains each target model with `train` (on the hidden members, with a secret random
-state); agent code may call `train` too, e.g. to fit shadow models the way the target was fitted.
+Every target has this architecture, but was trained by a recipe of its own, drawn per world and secret
+(how long, how fast, batch size, weight penalty, perturbations of the training images). `train` is a
+recipe of the same kind that no target used; agent code may call it, e.g. to fit shadow models.
 The weights are plain float32 arrays: w1 (100, 128), b1 (128,), w2 (128, 10), b2 (10,);
 `logits(weights, x)` computes relu(x w1 + b1) w2 + b2.
 """
@@ -20,7 +21,7 @@ RECIPE = {"hidden_layer_sizes": (HIDDEN,), "alpha": 1e-4, "max_iter": 200, "tol"
 
 
 def train(x: np.ndarray, y: np.ndarray, random_state: int) -> dict[str, np.ndarray]:
-    """Fit the target's recipe on (x, y); `random_state` seeds the initialization and the batch order."""
+    """Fit the documented recipe on (x, y); `random_state` seeds the initialization and the batch order."""
     from sklearn.neural_network import MLPClassifier
 
     with warnings.catch_warnings():

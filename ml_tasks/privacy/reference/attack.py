@@ -1,15 +1,16 @@
-"""Reference attack that sets the target (never shown to agents; the task folder is masked).
+"""Reference attack that sets the reference score (never shown to agents; the task folder is masked).
 
-Offline LiRA (Carlini et al. 2022, "Membership Inference Attacks From First Principles"): a candidate's
-loss says little on its own, since some images are easy (low loss whether or not they were trained on)
-and some hard. The attack calibrates per example:
-1. shadow models are trained with the target's own recipe (target_model.train) on random halves of the
-   public auxiliary pool, the same size as the target's training set; no candidate is in any of them, so
-   each shadow shows how the candidate looks to a model that did NOT train on it;
-2. per candidate, the shadows' logit-scaled confidences phi = log(p_y / (1 - p_y)) of its true label are
-   fitted with a Gaussian (mean, standard deviation over the shadows);
-3. the score is how far the target's phi lies above that non-member distribution, in standard deviations
-   (a one-sided likelihood test: the larger, the less likely a non-member produced it).
+Online LiRA (Carlini et al. 2022, "Membership Inference Attacks From First Principles") with stand-ins for
+what the attacker does not know: a candidate's loss says little on its own, since some images are easy
+(low loss whether or not they were trained on) and some hard, so the attack calibrates per example.
+1. Shadow models are trained with the documented recipe (target_model.train; the targets' own recipes
+   are secret) on random halves of the candidates, in complementary pairs, so every candidate is IN for
+   half of the shadows and OUT for the other half; each shadow also trains on a random part of the public
+   auxiliary pool, standing in for the target's undisclosed private training images.
+2. Per candidate, the shadows' logit-scaled confidences phi = log(p_y / (1 - p_y)) of its true label are
+   fitted with one Gaussian over its IN shadows and one over its OUT shadows: per-candidate means, one
+   variance each shared by all candidates (the median), which few shadows estimate more stably.
+3. The score is the log-likelihood ratio of the target's phi under the two.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 
 import target_model
 
-DEFAULTS = {"shadows": 32, "train_size": 300, "min_std": 1e-3}
+DEFAULTS = {"pairs": 20, "aux_share": 0.4, "min_var": 1e-6}
 
 
 def logit_confidence(logits: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -34,11 +35,24 @@ def attack(target: dict, candidates_x: np.ndarray, candidates_y: np.ndarray, aux
            params: dict, seed: int) -> np.ndarray:
     p = {**DEFAULTS, **params}
     rng = np.random.default_rng(seed)
-    shadow_phi = []
-    for _ in range(int(p["shadows"])):
-        subset = rng.choice(len(aux_y), size=int(p["train_size"]), replace=False)
-        weights = target_model.train(aux_x[subset], aux_y[subset], random_state=int(rng.integers(2**31)))
-        shadow_phi.append(logit_confidence(target_model.logits(weights, candidates_x), candidates_y))
-    shadow_phi = np.array(shadow_phi)
-    mean, std = shadow_phi.mean(axis=0), np.maximum(shadow_phi.std(axis=0), float(p["min_std"]))
-    return (logit_confidence(target_model.logits(target, candidates_x), candidates_y) - mean) / std
+    n_aux = int(round(float(p["aux_share"]) * len(aux_y)))
+    masks, phis = [], []
+    for _ in range(int(p["pairs"])):
+        half = rng.random(len(candidates_y)) < 0.5
+        for inside in (half, ~half):
+            extra = rng.choice(len(aux_y), n_aux, replace=False)
+            x = np.concatenate([candidates_x[inside], aux_x[extra]])
+            y = np.concatenate([candidates_y[inside], aux_y[extra]])
+            weights = target_model.train(x, y, random_state=int(rng.integers(2**31)))
+            masks.append(inside)
+            phis.append(logit_confidence(target_model.logits(weights, candidates_x), candidates_y))
+    masks, phis = np.array(masks), np.array(phis)
+    mean_in = np.where(masks, phis, 0).sum(axis=0) / masks.sum(axis=0)
+    mean_out = np.where(~masks, phis, 0).sum(axis=0) / (~masks).sum(axis=0)
+    # one variance each, the median over the candidates of their own IN (OUT) shadows' spread
+    var_in = np.median(np.where(masks, (phis - mean_in) ** 2, np.nan).mean(axis=0, where=masks))
+    var_out = np.median(np.where(~masks, (phis - mean_out) ** 2, np.nan).mean(axis=0, where=~masks))
+    var_in, var_out = max(float(var_in), p["min_var"]), max(float(var_out), p["min_var"])
+    phi = logit_confidence(target_model.logits(target, candidates_x), candidates_y)
+    return (-0.5 * (phi - mean_in) ** 2 / var_in - 0.5 * np.log(var_in)
+            + 0.5 * (phi - mean_out) ** 2 / var_out + 0.5 * np.log(var_out))
