@@ -325,3 +325,21 @@ def test_seed_placeholder_carries_the_runs_seed(toy, tmp_path):
     spec = replace(toy.spec, phases={**toy.spec.phases, "val": ("{python}", "driver.py", "--seed", "{seed}")})
     job = phase_job(replace(toy, spec=spec), "val", tmp_path / "scratch" / "0001", 5.0, seed=7)
     assert job.argv[-2:] == ("--seed", "7")
+
+
+def test_every_built_in_description_states_its_budget_only_through_placeholders() -> None:
+    """A run with other limits must read its own numbers: no description types the manifest's step limit or
+    experiment count (the numbers a run's overrides change), and each states its step limit."""
+    from benchmark.plugins.manager import get_registry
+
+    built_in = Path(__file__).resolve().parents[1] / "ml_tasks"
+    for name, path in sorted(get_registry().tasks.items()):
+        if Path(path).resolve().parent != built_in:
+            continue  # the tests' own fixture tasks
+        spec = load_task(path)
+        raw = (spec.task_dir / spec.description).read_text()
+        assert "{{budget.step_timeout_s}}" in raw, f"{name}: the description does not state its step limit"
+        run = replace(spec.budget, steps=spec.budget.steps + 7, step_timeout_s=spec.budget.step_timeout_s + 7.0)
+        text = spec.description_text(run)
+        assert f"{run.step_timeout_s:g} " in text and f"limit of {spec.budget.step_timeout_s:g} " not in text, name
+        assert f"{spec.budget.steps} experiments" not in text, f"{name}: types the manifest's experiment count"
