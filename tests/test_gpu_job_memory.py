@@ -8,7 +8,7 @@ import resource
 from pathlib import Path
 
 from benchmark.executors.base import Job, Limits
-from benchmark.executors.local import _rlimits
+from benchmark.executors.local.backend import _rlimits
 
 
 def _job(gpus: int) -> Job:
