@@ -7,8 +7,8 @@ shorter budget changes the prompts' budget line, so the replay follows the recor
 (operator and call number), as measured run times would make it do anyway.
 
 greedy on semi_supervised (one improve, a few CPU-seconds per experiment) and the first step of each agent recorded
-for issue 27 (examples/recorded/agents: aide, mcts, evolutionary, openevolve, ai_scientist_v1 and ai_scientist_v2 on
-fairness; react, autoresearch and adaptivesearch on semi_supervised; their journals hold the nodes) run in the default suite; AIDE on
+for issue 27 (examples/recorded/agents: aide, mcts, evolutionary, openevolve and ai_scientist_v1 on fairness;
+react, autoresearch and adaptivesearch on semi_supervised; their journals hold the nodes) run in the default suite; AIDE on
 causality runs the baseline, two drafts and the final test of the better one (about two minutes of CPU,
 most of it the second draft's GLMs), so like the other causality runs it is `slow`.
 
@@ -45,8 +45,6 @@ CASES = [
                  id="autoresearch-semi_supervised"),
     pytest.param("agents/adaptivesearch-semi_supervised", "adaptivesearch", "semi_supervised", 1, [], 1, True,
                  id="adaptivesearch-semi_supervised"),
-    pytest.param("agents/ai_scientist_v2-fairness", "ai_scientist_v2", "fairness", 1, [], 5, True,  # 5 calls to its first node
-                 id="ai_scientist_v2-fairness"),
     pytest.param("agents/ai_scientist_v1-fairness", "ai_scientist_v1", "fairness", 1, [], 39, True,  # ideas with reflections first
                  id="ai_scientist_v1-fairness"),
     pytest.param("causality-aide", "aide", "causality", 2,
