@@ -189,10 +189,9 @@ def completed(executor: Executor) -> Executor:
     return executor if isinstance(executor, Executor) else _Completed(executor)
 
 
-class _Completed(Executor):
-    """A plugin's executor written before the protocol had `bind_run`, `runs_remotely`, `relocates` and
-    `failure_fix`: what it has is its own, what it lacks is the protocol's default. This adapter is the one
-    place that asks an executor what it has, so nothing downstream needs to."""
+class Delegating(Executor):
+    """An executor that is another one, member by member of the protocol: the base of wrappers that change
+    one thing (a plugin's missing members, the run's outage rule) and pass everything else through."""
 
     def __init__(self, inner: Executor) -> None:
         self.inner = inner
@@ -211,11 +210,11 @@ class _Completed(Executor):
 
     @property  # type: ignore[override]
     def runs_remotely(self) -> bool:
-        return bool(getattr(self.inner, "runs_remotely", False))
+        return self.inner.runs_remotely
 
     @property  # type: ignore[override]
     def relocates(self) -> bool:
-        return bool(getattr(self.inner, "relocates", False))
+        return self.inner.relocates
 
     def submit(self, job: Job) -> Future[JobResult]:
         return self.inner.submit(job)
@@ -225,6 +224,26 @@ class _Completed(Executor):
 
     def shutdown(self) -> None:
         self.inner.shutdown()
+
+    def bind_run(self, spec: TaskSpec, run_dir: Path) -> None:
+        self.inner.bind_run(spec, run_dir)
+
+    def failure_fix(self) -> str:
+        return self.inner.failure_fix()
+
+
+class _Completed(Delegating):
+    """A plugin's executor written before the protocol had `bind_run`, `runs_remotely`, `relocates` and
+    `failure_fix`: what it has is its own, what it lacks is the protocol's default. This adapter is the one
+    place that asks an executor what it has, so nothing downstream needs to."""
+
+    @property  # type: ignore[override]
+    def runs_remotely(self) -> bool:
+        return bool(getattr(self.inner, "runs_remotely", False))
+
+    @property  # type: ignore[override]
+    def relocates(self) -> bool:
+        return bool(getattr(self.inner, "relocates", False))
 
     def bind_run(self, spec: TaskSpec, run_dir: Path) -> None:
         bind_run = getattr(self.inner, "bind_run", None)

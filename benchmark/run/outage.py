@@ -16,24 +16,23 @@ A node interrupted by one of these is never recorded: it stays pending and resum
 from __future__ import annotations
 
 from concurrent.futures import Future
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmark.common.errors import InfrastructureFailure
-from benchmark.executors.base import Executor, Job, JobResult
+from benchmark.executors.base import Delegating, Executor, Job, JobResult
 from benchmark.llm.accounting import Usage
 from benchmark.records.journal import OK, Node
 from benchmark.run.display import plural
 
 if TYPE_CHECKING:
-    from benchmark.tasks.manifest import TaskSpec
+    pass
 
 
 def _first_line(text: str, limit: int = 200) -> str:
     return (text.strip().splitlines() or [""])[0][:limit]
 
 
-class GuardedExecutor(Executor):
+class GuardedExecutor(Delegating):
     """The run's executor, with one rule added at the client boundary: a job the backend could not
     run at all (`JobResult.error`) makes `.result()` raise InfrastructureFailure, for the node's
     experiment, the evaluator, an agent's command and the final test alike. The first such failure
@@ -41,40 +40,8 @@ class GuardedExecutor(Executor):
     Everything else is the wrapped executor's own, member by member of the protocol."""
 
     def __init__(self, inner: Executor):
-        self.inner = inner
+        super().__init__(inner)
         self.failure: InfrastructureFailure | None = None
-
-    @property  # type: ignore[override]
-    def name(self) -> str:
-        return self.inner.name
-
-    @property  # type: ignore[override]
-    def capacity(self) -> int:
-        return self.inner.capacity
-
-    @property  # type: ignore[override]
-    def sandbox_mode(self) -> str:
-        return self.inner.sandbox_mode
-
-    @property  # type: ignore[override]
-    def runs_remotely(self) -> bool:
-        return self.inner.runs_remotely
-
-    @property  # type: ignore[override]
-    def relocates(self) -> bool:
-        return self.inner.relocates
-
-    def exposure(self, job: Job) -> str:
-        return self.inner.exposure(job)
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def bind_run(self, spec: TaskSpec, run_dir: Path) -> None:
-        self.inner.bind_run(spec, run_dir)
-
-    def failure_fix(self) -> str:
-        return self.inner.failure_fix()
 
     def submit(self, job: Job) -> Future[JobResult]:
         guarded: Future[JobResult] = Future()
