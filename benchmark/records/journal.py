@@ -30,6 +30,8 @@ from benchmark.records.node import (AGENT_FAILED, BASELINE_ID, BUGGY, EDIT_FAILE
                                     Node)
 from benchmark.tasks.manifest import Metric
 
+ABORTED = Aborted.KIND  # the record kind's name, kept for code written against 0.1 (kinds.Aborted is the record)
+
 class BlobStore:
     """Content-addressed files: put(bytes) -> sha256 hex; identical content is stored once."""
 
