@@ -32,6 +32,7 @@ from benchmark.tasks.manifest import Metric
 
 ABORTED = Aborted.KIND  # the record kind's name, kept for code written against 0.1 (kinds.Aborted is the record)
 
+
 class BlobStore:
     """Content-addressed files: put(bytes) -> sha256 hex; identical content is stored once."""
 
