@@ -196,6 +196,18 @@ def read_regular_file(base: Path, rel: str, cap_bytes: int, cap_name: str = "") 
         os.close(fd)
 
 
+def read_fd(fd: int, cap: int) -> bytes:
+    """At most `cap` bytes from an open file descriptor, read in 1 MiB chunks (the caller closes it)."""
+    chunks, left = [], cap
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
 def _read_leaf(dir_fd: int, name: str, rel: str, cap_bytes: int, cap_name: str) -> bytes:
     try:
         st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -210,14 +222,7 @@ def _read_leaf(dir_fd: int, name: str, rel: str, cap_bytes: int, cap_name: str) 
         raise UnsafeOutput(f"{rel} cannot be opened ({os.strerror(exc.errno or 0)})") from None
     try:
         _check_regular(os.fstat(fd), rel, cap_bytes, cap_name)  # the same checks on what was really opened
-        chunks, left = [], cap_bytes + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
+        data = read_fd(fd, cap_bytes + 1)
     finally:
         os.close(fd)
     if len(data) > cap_bytes:

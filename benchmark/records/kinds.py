@@ -36,6 +36,19 @@ def _known(cls: type, raw: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in raw.items() if k in names}
 
 
+class _Flat:
+    """A record kind whose JSON is its kind plus its fields, as they are."""
+
+    KIND: ClassVar[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.KIND, **asdict(self)}  # type: ignore[call-overload]
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Any:
+        return cls(**_known(cls, raw))
+
+
 @dataclass(frozen=True)
 class Header:
     KIND: ClassVar[str] = "header"
@@ -112,14 +125,11 @@ class Finished:
 
 
 @dataclass(frozen=True)
-class Abandoned:
+class Abandoned(_Flat):
     KIND: ClassVar[str] = "abandoned"
     id: str
     reason: str
     at: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.KIND, **asdict(self)}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Abandoned:
@@ -127,22 +137,15 @@ class Abandoned:
 
 
 @dataclass(frozen=True)
-class PolicyCrash:
+class PolicyCrash(_Flat):
     KIND: ClassVar[str] = "policy_crash"
     where: str  # next_action or observe
     traceback: str
     at: float
 
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.KIND, **asdict(self)}
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> PolicyCrash:
-        return cls(**_known(cls, raw))
-
 
 @dataclass(frozen=True)
-class Aborted:
+class Aborted(_Flat):
     KIND: ClassVar[str] = "aborted"
     cause: str
     fix: str
@@ -150,16 +153,9 @@ class Aborted:
     at: float
     details: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.KIND, **asdict(self)}
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Aborted:
-        return cls(**_known(cls, raw))
-
 
 @dataclass(frozen=True)
-class Final:
+class Final(_Flat):
     KIND: ClassVar[str] = "final"
     stop_reason: str
     at: float
@@ -172,9 +168,6 @@ class Final:
         """The hidden-test primary metric of 'baseline' or 'best', None when it has none."""
         value = getattr(self, which).get("primary")
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.KIND, **asdict(self)}
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Final:

@@ -12,6 +12,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmark.common.safefs import read_fd
+
 READ_CAP = 64 << 20  # one file read whole (a journal of a long run; blobs are capped lower by their callers)
 
 
@@ -57,14 +59,7 @@ class Results:
                 return None
             if offset:
                 os.lseek(fd, offset, os.SEEK_SET)
-            chunks, left = [], cap
-            while left > 0:
-                chunk = os.read(fd, min(left, 1 << 20))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                left -= len(chunk)
-            return b"".join(chunks)
+            return read_fd(fd, cap)
         finally:
             os.close(fd)
 
