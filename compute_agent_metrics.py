@@ -5,7 +5,7 @@ The scorer lives in benchmark/cli/score.py (its options: `--help`; every number:
 
 import sys
 
-from benchmark.cli.score import main
+from researchbench.benchmark.cli.score import main
 
 if __name__ == "__main__":
     sys.exit(main())

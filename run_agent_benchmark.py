@@ -6,7 +6,7 @@ answers them. The command lives in benchmark/cli/ (run.py; exit codes and option
 
 import sys
 
-from benchmark.cli.main import run_script
+from researchbench.benchmark.cli.main import run_script
 
 if __name__ == "__main__":
     sys.exit(run_script(sys.argv[1:]))

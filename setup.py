@@ -5,8 +5,8 @@ file): `python setup.py --all | --task NAME | --check NAME | --new NAME | --list
 
 import sys
 
-from benchmark.cli.tasks import main
-from benchmark.cli.tasks import prepare_tasks as _setup  # noqa: F401  # this file's old name, for code that loads it
+from researchbench.benchmark.cli.tasks import main
+from researchbench.benchmark.cli.tasks import prepare_tasks as _setup  # noqa: F401  # this file's old name, for code that loads it
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -38,15 +38,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from agents.autoresearch import KEEP, AutoresearchConfig, Lane, idea_job, lane_action, lane_of, log_rows, replay
-from agents.kit import operators, prompts
-from agents.kit.text import Section, summarize
-from agents.kit.tree import ROOT
-from benchmark.common.domains import domain
-from benchmark.contract.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.plugins.manager import hookimpl
-from benchmark.records.journal import OK, Node, NodeStore
-from benchmark.tasks.manifest import TaskSpec
+from researchbench.agents.autoresearch import KEEP, AutoresearchConfig, Lane, idea_job, lane_action, lane_of, log_rows, replay
+from researchbench.agents.kit import operators, prompts
+from researchbench.agents.kit.text import Section, summarize
+from researchbench.agents.kit.tree import ROOT
+from researchbench import OK, Action, Agent, AgentSpec, Node, NodeStore, OpContext, Proposal, TaskSpec, domain, hookimpl
 
 P1 = "p1"
 GUIDES = {

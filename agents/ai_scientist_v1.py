@@ -29,15 +29,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from agents.kit import operators, prompts
-from agents.kit.prompts import PromptConfig
-from agents.kit.text import Section, head_lines
-from agents.kit.tree import ROOT
-from benchmark.common.domains import domain
-from benchmark.contract.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.plugins.manager import hookimpl
-from benchmark.records.journal import OK, Node, NodeStore
-from benchmark.tasks.manifest import TaskSpec
+from researchbench.agents.kit import operators, prompts
+from researchbench.agents.kit.prompts import PromptConfig
+from researchbench.agents.kit.text import Section, head_lines
+from researchbench.agents.kit.tree import ROOT
+from researchbench import OK, Action, Agent, AgentSpec, Node, NodeStore, OpContext, Proposal, TaskSpec, domain, hookimpl
 
 COMPLETED = "ALL_COMPLETED"
 NOTES_RE = re.compile(r"<notes>(.*?)</notes>", re.DOTALL | re.IGNORECASE)

@@ -26,16 +26,13 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from agents.ai_scientist_v1 import known_ideas
-from agents.kit import operators, prompts
-from agents.kit.prompts import PromptConfig
-from agents.kit.text import Section
-from agents.kit.tree import ROOT, action_from_json, action_to_json, debug_depth, is_leaf
-from benchmark.common.domains import domain
-from benchmark.contract.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.plugins.manager import hookimpl
-from benchmark.records.journal import OK, Node, NodeStore
-from benchmark.tasks.manifest import Metric, TaskSpec
+from researchbench.agents.ai_scientist_v1 import known_ideas
+from researchbench.agents.kit import operators, prompts
+from researchbench.agents.kit.prompts import PromptConfig
+from researchbench.agents.kit.text import Section
+from researchbench.agents.kit.tree import ROOT, action_from_json, action_to_json, debug_depth, is_leaf
+from researchbench import OK, Action, Agent, AgentSpec, Node, NodeStore, OpContext, Proposal, domain, hookimpl
+from researchbench.benchmark.tasks.manifest import Metric, TaskSpec
 
 STAGES = ("basic", "hyperparameter_tuning", "creative_research", "ablation_refinement")
 GOALS = (

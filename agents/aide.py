@@ -24,15 +24,11 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from agents.kit import operators
-from agents.kit.budget_rules import exploration_width
-from agents.kit.prompts import PromptConfig
-from agents.kit.tree import ROOT, debug_depth, is_leaf
-from benchmark.common.domains import domain
-from benchmark.contract.agent_api import Action, Agent, AgentSpec, StatelessPolicy
-from benchmark.plugins.manager import hookimpl
-from benchmark.records.journal import OK, Node, NodeStore
-from benchmark.tasks.manifest import TaskSpec
+from researchbench.agents.kit import operators
+from researchbench.agents.kit.budget_rules import exploration_width
+from researchbench.agents.kit.prompts import PromptConfig
+from researchbench.agents.kit.tree import ROOT, debug_depth, is_leaf
+from researchbench import OK, Action, Agent, AgentSpec, Node, NodeStore, StatelessPolicy, TaskSpec, domain, hookimpl
 
 
 @dataclass

@@ -24,14 +24,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from agents.kit import operators, prompts
-from agents.kit.prompts import PromptConfig
-from agents.kit.tree import ROOT, debug_depth, is_leaf
-from benchmark.common.domains import domain
-from benchmark.contract.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
-from benchmark.plugins.manager import hookimpl
-from benchmark.records.journal import OK, Node, NodeStore
-from benchmark.tasks.manifest import TaskSpec
+from researchbench.agents.kit import operators, prompts
+from researchbench.agents.kit.prompts import PromptConfig
+from researchbench.agents.kit.tree import ROOT, debug_depth, is_leaf
+from researchbench import (OK, Action, Agent, AgentSpec, Node, NodeStore, OpContext, Proposal, StatelessPolicy, TaskSpec, domain, hookimpl)
 
 KEEP, DISCARD, CRASH = "keep", "discard", "crash"
 MAIN = "main"

@@ -32,15 +32,12 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from agents.kit import operators
-from agents.kit.budget_rules import exploration_width
-from agents.kit.prompts import PromptConfig
-from agents.kit.tree import ROOT, action_from_json, action_to_json, ancestors, debug_depth, retry_debug
-from benchmark.common.domains import domain
-from benchmark.contract.agent_api import Action, Agent, AgentSpec
-from benchmark.plugins.manager import hookimpl
-from benchmark.records.journal import OK, Node, NodeStore
-from benchmark.tasks.manifest import Metric, TaskSpec
+from researchbench.agents.kit import operators
+from researchbench.agents.kit.budget_rules import exploration_width
+from researchbench.agents.kit.prompts import PromptConfig
+from researchbench.agents.kit.tree import ROOT, action_from_json, action_to_json, ancestors, debug_depth, retry_debug
+from researchbench import OK, Action, Agent, AgentSpec, Node, NodeStore, domain, hookimpl
+from researchbench.benchmark.tasks.manifest import Metric, TaskSpec
 
 
 @dataclass

@@ -11,14 +11,10 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from agents.kit import operators
-from agents.kit.prompts import PromptConfig
-from agents.kit.tree import ROOT, debug_depth
-from benchmark.common.domains import domain
-from benchmark.contract.agent_api import Action, Agent, AgentSpec, StatelessPolicy
-from benchmark.plugins.manager import hookimpl
-from benchmark.records.journal import NodeStore
-from benchmark.tasks.manifest import TaskSpec
+from researchbench.agents.kit import operators
+from researchbench.agents.kit.prompts import PromptConfig
+from researchbench.agents.kit.tree import ROOT, debug_depth
+from researchbench import Action, Agent, AgentSpec, NodeStore, StatelessPolicy, TaskSpec, domain, hookimpl
 
 
 @dataclass

@@ -30,16 +30,13 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from agents.kit import operators, prompts
-from agents.kit.prompts import PromptConfig
-from agents.kit.text import Section, assemble, diff_stats, head_lines, summarize
-from agents.kit.tree import ROOT
-from benchmark.common.domains import domain
-from benchmark.contract.agent_api import Action, Agent, AgentSpec, OpContext, Proposal
-from benchmark.edits import FORMATS, format_instructions, unified_diff
-from benchmark.plugins.manager import hookimpl
-from benchmark.records.journal import OK, Node, NodeStore
-from benchmark.tasks.manifest import Metric, TaskSpec
+from researchbench.agents.kit import operators, prompts
+from researchbench.agents.kit.prompts import PromptConfig
+from researchbench.agents.kit.text import Section, assemble, diff_stats, head_lines, summarize
+from researchbench.agents.kit.tree import ROOT
+from researchbench import OK, Action, Agent, AgentSpec, Node, NodeStore, OpContext, Proposal, domain, hookimpl
+from researchbench.benchmark.edits import FORMATS, format_instructions, unified_diff
+from researchbench.benchmark.tasks.manifest import Metric, TaskSpec
 
 @dataclass
 class OpenEvolveConfig(PromptConfig):

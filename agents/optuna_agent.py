@@ -12,12 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from benchmark.common.domains import domain
-from benchmark.common.errors import UserError
-from benchmark.contract.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
-from benchmark.plugins.manager import hookimpl
-from benchmark.records.journal import BASELINE_ID, Node, NodeStore
-from benchmark.tasks.manifest import TaskSpec
+from researchbench import (BASELINE_ID, Action, Agent, AgentSpec, Node, NodeStore, OpContext, Proposal, StatelessPolicy, TaskSpec, UserError, domain, hookimpl)
 
 
 @dataclass

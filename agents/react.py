@@ -24,16 +24,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from agents.kit import prompts
-from agents.kit.prompts import PromptConfig
-from agents.kit.text import Section, assemble, head_lines, summarize, tail_lines
-from agents.kit.tree import ROOT
-from benchmark.common.domains import domain
-from benchmark.contract.agent_api import Action, Agent, AgentSpec, OpContext, Proposal, StatelessPolicy
-from benchmark.edits import apply_edits, format_instructions
-from benchmark.plugins.manager import hookimpl
-from benchmark.records.journal import Node, NodeStore
-from benchmark.tasks.manifest import TaskSpec
+from researchbench.agents.kit import prompts
+from researchbench.agents.kit.prompts import PromptConfig
+from researchbench.agents.kit.text import Section, assemble, head_lines, summarize, tail_lines
+from researchbench.agents.kit.tree import ROOT
+from researchbench import (Action, Agent, AgentSpec, Node, NodeStore, OpContext, Proposal, StatelessPolicy, TaskSpec, apply_edits, domain, format_instructions, hookimpl)
 
 
 @dataclass

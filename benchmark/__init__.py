@@ -1,4 +1,6 @@
-"""The researchbench harness; docs/architecture.md maps its folders."""
-from benchmark.common import moved
+"""The researchbench harness, installed as `researchbench.benchmark`; docs/architecture.md maps its folders."""
 
-moved.install()  # old import paths (benchmark.agent_api, benchmark.task, ...) for one more release
+if __name__ == "benchmark":  # a source checkout imported under 0.1.0's top-level name: one module, two names
+    from researchbench.benchmark.common.moved import answer_as_namespaced
+
+    answer_as_namespaced(__name__)

@@ -5,7 +5,7 @@
 Rows (median wall seconds over the repeats, CPU seconds where this process can see them):
   direct            the phase's driver run as a plain subprocess in a copy of the baseline (with the
                     job's thread settings: the task's `resources.cpus`), then the evaluator the same way
-  harness           `benchmark.run.experiment.run_phase` through the local executor, as a run does it, split
+  harness           `researchbench.benchmark.run.experiment.run_phase` through the local executor, as a run does it, split
                     into materialize (code dir), job (sandbox start, the driver, the disk and limit
                     guards, output copy-back), collect (declared outputs checked and handed over) and
                     evaluate (the evaluator in its own sandbox)
@@ -61,13 +61,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-    from benchmark.common.errors import UserError
-    from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-    from benchmark.executors.local.sandbox import THREAD_ENV
-    from benchmark.plugins.manager import get_registry
-    from benchmark.run.experiment import phase_job, run_phase
-    from benchmark.tasks.manifest import load_task, render
-    from benchmark.tasks.workspace import open_prepared
+    from researchbench.benchmark.common.errors import UserError
+    from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+    from researchbench.benchmark.executors.local.sandbox import THREAD_ENV
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.run.experiment import phase_job, run_phase
+    from researchbench.benchmark.tasks.manifest import load_task, render
+    from researchbench.benchmark.tasks.workspace import open_prepared
 
     registry = get_registry()
     if args.task not in registry.tasks:

@@ -75,14 +75,14 @@ def missing_packages() -> list[str]:
 
 def nvidia_smi(query: str) -> list[list[str]]:
     """Rows of `nvidia-smi --query-gpu=<query>`; [] without a working nvidia-smi."""
-    from benchmark.executors.gpu_devices import run_smi
+    from researchbench.benchmark.executors.gpu_devices import run_smi
 
     smi = shutil.which("nvidia-smi")
     return (run_smi(smi, f"--query-gpu={query}") or []) if smi else []
 
 
 def executor(gpu: bool, slots: int):
-    from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+    from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 
     if gpu:
         return LocalExecutor(LocalExecutorConfig(gpus=[0], jobs_per_gpu=slots))
@@ -101,7 +101,7 @@ def device_row(gpu: bool) -> Row:
 
 
 def probe_job(scratch: Path, gpus: int):
-    from benchmark.executors.base import Job, Limits
+    from researchbench.benchmark.executors.base import Job, Limits
 
     scratch.mkdir(parents=True)
     os.chmod(scratch, 0o777)
@@ -135,10 +135,10 @@ def isolation_row(tmp: Path) -> Row:
 
 def gpu_tasks(names: list[str] | None, gpu: bool):
     """The specs to run: the `gpu` suite's tasks (or `names`), as CPU fallbacks with --cpu."""
-    from benchmark.plugins.manager import get_registry
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.suites import suite_tasks
-    from benchmark.tasks.variants import cpu_fallback
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.suites import suite_tasks
+    from researchbench.benchmark.tasks.variants import cpu_fallback
 
     registry = get_registry().tasks
     specs = [load_task(registry[name]) for name in (names or suite_tasks("gpu"))]
@@ -146,14 +146,14 @@ def gpu_tasks(names: list[str] | None, gpu: bool):
 
 
 def baseline_val(spec, ex, scratch: Path):
-    from benchmark.run.experiment import run_phase
-    from benchmark.tasks.workspace import prepare
+    from researchbench.benchmark.run.experiment import run_phase
+    from researchbench.benchmark.tasks.workspace import prepare
 
     return run_phase(prepare(spec, log=lambda *_: None), {}, "val", ex, scratch, spec.budget.step_timeout_s)
 
 
 def task_row(spec, gpu: bool, tmp: Path) -> Row:
-    from benchmark.tasks.workspace import prepare
+    from researchbench.benchmark.tasks.workspace import prepare
 
     started = time.perf_counter()
     prepare(spec, log=lambda *_: None)
@@ -171,9 +171,9 @@ def task_row(spec, gpu: bool, tmp: Path) -> Row:
 
 def agent_row(spec, gpu: bool, tmp: Path) -> Row:
     """One optuna step end to end through the CLI (baseline, one trial, hidden test)."""
-    from benchmark.plugins.manager import get_registry
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.workspace import prepare
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.workspace import prepare
 
     task = spec.name if gpu else spec.extends  # --cpu: the base task, the lite scale the fallback runs
     prepare(load_task(get_registry().tasks[task]), log=lambda *_: None)

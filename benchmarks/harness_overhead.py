@@ -35,11 +35,11 @@ def measure(steps: int, results: Path) -> tuple[list[float], dict]:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from benchmark.plugins.manager import get_registry
-    from benchmark.run.config import register_configs
-    from benchmark.run.engine import run_benchmark
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.workspace import prepare
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.run.config import register_configs
+    from researchbench.benchmark.run.engine import run_benchmark
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.workspace import prepare
 
     registry = get_registry()
     register_configs(registry)

@@ -57,8 +57,8 @@ def achievement(score: float | None, floor: float, target: float) -> float | Non
 
 
 def run_trial(task: str, seed: int, factor: float, results_dir: Path) -> Trial:
-    from benchmark.plugins.manager import get_registry
-    from benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.tasks.manifest import load_task
 
     spec = load_task(get_registry().tasks[task])
     budget = spec.budget
@@ -135,9 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-    from benchmark.common.errors import UserError
-    from benchmark.plugins.manager import get_registry
-    from benchmark.tasks.suites import suite_tasks
+    from researchbench.benchmark.common.errors import UserError
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.tasks.suites import suite_tasks
 
     try:
         known = get_registry().tasks

@@ -27,8 +27,8 @@ MAX_LLM_GAP_CLOSED = 0.7
 
 
 def rows(folders: list[Path]) -> list[dict]:
-    from benchmark.plugins.manager import get_registry
-    from benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.tasks.manifest import load_task
 
     tasks = get_registry().tasks
     found = []

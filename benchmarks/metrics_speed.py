@@ -83,9 +83,9 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=50)
     args = parser.parse_args()
-    from benchmark.scoring.embeddings import Embedder, embed_runs
-    from benchmark.scoring.pipeline import Options, score
-    from benchmark.scoring.selection import select_runs
+    from researchbench.benchmark.scoring.embeddings import Embedder, embed_runs
+    from researchbench.benchmark.scoring.pipeline import Options, score
+    from researchbench.benchmark.scoring.selection import select_runs
     from scoring_runs import build_tiny_roberta
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from oracle_common import BestOnVal, evaluate, prepared
-from task_runtime.digits import PIXEL_MAX
+from researchbench.task_runtime.digits import PIXEL_MAX
 
 TASK_DIR = Path(__file__).resolve().parents[1] / "ml_tasks" / "adversarial_robustness"
 EPS = 0.15

@@ -24,9 +24,9 @@ sys.path.insert(0, str(REPO))
 
 def prepared(task: str):
     """The task's PreparedTask (its workspace prepared if needed; $RESEARCHBENCH_WORKSPACE decides where)."""
-    from benchmark.plugins.manager import get_registry
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.workspace import prepare
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.workspace import prepare
 
     return prepare(load_task(get_registry().tasks[task]), log=lambda *_: None)
 

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from oracle_common import BestOnVal, evaluate, prepared
-from task_runtime.digits import PIXEL_MAX
+from researchbench.task_runtime.digits import PIXEL_MAX
 
 
 def generator(task):

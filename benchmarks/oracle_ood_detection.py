@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from oracle_common import BestOnVal, evaluate, prepared
-from task_runtime.digits import PIXELS
+from researchbench.task_runtime.digits import PIXELS
 
 
 TASKS = {"lite": "ood_detection", "gpu": "ood_detection_gpu"}  # the gpu variant runs the base's prepare.py

@@ -27,8 +27,8 @@ import importlib.util
 import numpy as np
 
 from oracle_common import BestOnVal, evaluate, prepared
-from task_runtime import warm_up_torch
-from task_runtime.digits import digit_images
+from researchbench.task_runtime import warm_up_torch
+from researchbench.task_runtime.digits import digit_images
 
 EPOCHS, BATCH, LR, MAX_SHIFT, NOISE, WIDTH, SEEDS = 40, 64, 3e-3, 2, 0.03, 32, (0, 1, 2)
 PHASES = ("probe_train", "val", "test")

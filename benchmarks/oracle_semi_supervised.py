@@ -60,8 +60,8 @@ def recentre(x: np.ndarray) -> np.ndarray:
 def main() -> int:
     from sklearn.svm import SVC
 
-    from task_runtime.datasets import stratified_split
-    from task_runtime.digits import PIXEL_MAX, digit_pixels
+    from researchbench.task_runtime.datasets import stratified_split
+    from researchbench.task_runtime.digits import PIXEL_MAX, digit_pixels
 
     task = prepared("semi_supervised")
     prep = prepare_module(task)

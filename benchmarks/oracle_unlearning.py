@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if scale == "lite":
         device = "cpu"  # the lite record was measured on the CPU, as prepare.py trains the lite references
     else:
-        from task_runtime import pick_device
+        from researchbench.task_runtime import pick_device
 
         device = pick_device()
     candidates = {f"reference recipe, seed {s}": (lambda s=s: gen.train_reference(

@@ -35,7 +35,7 @@ class PacedConfig:
 
 
 def _agent_spec():
-    from benchmark.contract.agent_api import Action, Agent, AgentSpec, Proposal, StatelessPolicy
+    from researchbench.benchmark.contract.agent_api import Action, Agent, AgentSpec, Proposal, StatelessPolicy
 
     class FromBaseline(StatelessPolicy):
         def next_action(self, store, rng):
@@ -59,11 +59,11 @@ def measure(results: Path, experiments: int, parallel: int, seconds: float, work
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from benchmark.plugins.manager import get_registry
-    from benchmark.run.config import register_configs
-    from benchmark.run.engine import run_benchmark
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.workspace import prepare
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.run.config import register_configs
+    from researchbench.benchmark.run.engine import run_benchmark
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.workspace import prepare
 
     base = get_registry()
     registry = dataclasses.replace(base, agents={**base.agents, "paced": _agent_spec()})

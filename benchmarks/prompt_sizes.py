@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 
 def tour(run_dir: Path) -> None:
     """The first prompt of each operator (draft, improve, analyze, ideation, ...), whole, as the LLM read it."""
-    from benchmark.records.journal import BlobStore
+    from researchbench.benchmark.records.journal import BlobStore
 
     blobs = BlobStore(run_dir / "blobs")
     seen: set[str] = set()
@@ -44,7 +44,7 @@ def tour(run_dir: Path) -> None:
 
 
 def report(run_dir: Path, show: str | None) -> None:
-    from benchmark.records.journal import BlobStore
+    from researchbench.benchmark.records.journal import BlobStore
 
     blobs = BlobStore(run_dir / "blobs")
     records = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
@@ -77,11 +77,11 @@ def demo(agent: str) -> Path:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from benchmark.cli import CONFIG_DIR
-    from benchmark.common.errors import UserError
-    from benchmark.plugins.manager import get_registry
-    from benchmark.run.config import register_configs
-    from benchmark.run.engine import run_benchmark
+    from researchbench.benchmark.cli import CONFIG_DIR
+    from researchbench.benchmark.common.errors import UserError
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.run.config import register_configs
+    from researchbench.benchmark.run.engine import run_benchmark
 
     register_configs(get_registry())
     if agent not in DEMO:
@@ -99,7 +99,7 @@ def demo(agent: str) -> Path:
 
 
 def main() -> int:
-    from benchmark.common.errors import UserError
+    from researchbench.benchmark.common.errors import UserError
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", nargs="?", type=Path)

@@ -3,7 +3,7 @@
     python benchmarks/task_baseline.py <task> [--seeds 0 1 2] [--overlay <folder>] [--workspace DIR]
 
 Prepares the task (in $RESEARCHBENCH_WORKSPACE or --workspace), runs each phase through
-`benchmark.run.experiment.run_phase` with the local executor (bwrap where available), and prints every
+`researchbench.benchmark.run.experiment.run_phase` with the local executor (bwrap where available), and prints every
 score and its wall time (sandbox run + evaluator), then the mean and sd per phase and the `baseline:`
 record to paste into the manifest, in exact values (a record rounded by hand fails `--check`'s
 comparison). `--overlay` lays a folder of editable files over the baseline (a trivial predictor, a
@@ -35,11 +35,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.workspace:
         os.environ["RESEARCHBENCH_WORKSPACE"] = str(args.workspace.resolve())
 
-    from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-    from benchmark.plugins.manager import get_registry
-    from benchmark.run.experiment import run_phase
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.workspace import prepare
+    from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.run.experiment import run_phase
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.workspace import prepare
 
     spec = load_task(get_registry().tasks[args.task])
     prepared = prepare(spec, log=lambda *_: None)

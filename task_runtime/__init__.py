@@ -8,16 +8,16 @@ task's files, so agents cannot edit it (their code may import it).
 docs/tasks.md, "The task runtime", says how a driver and an evaluator use it.
 """
 
-from task_runtime.cli import DriverArgs, driver_main, evaluator_main, parse_driver_args
-from task_runtime.data import read_npz, read_table
-from task_runtime.errors import DriverError, InvalidPredictions
-from task_runtime.isolation import IsolationError, install_guard, run_isolated
-from task_runtime.outputs import write_atomic, write_metrics, write_predictions
-from task_runtime.params import read_params
-from task_runtime.predictions import integer_column, match_ids, read_predictions
-from task_runtime.returned import as_arrays, as_labels, as_vector, load_arrays, load_labels
-from task_runtime.seeding import seed_everything
-from task_runtime.torch_setup import pick_device, warm_up_torch
+from .cli import DriverArgs, driver_main, evaluator_main, parse_driver_args
+from .data import read_npz, read_table
+from .errors import DriverError, InvalidPredictions
+from .isolation import IsolationError, install_guard, run_isolated
+from .outputs import write_atomic, write_metrics, write_predictions
+from .params import read_params
+from .predictions import integer_column, match_ids, read_predictions
+from .returned import as_arrays, as_labels, as_vector, load_arrays, load_labels
+from .seeding import seed_everything
+from .torch_setup import pick_device, warm_up_torch
 
 __all__ = [
     "DriverArgs", "DriverError", "InvalidPredictions", "IsolationError", "as_arrays", "as_labels", "as_vector",

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from task_runtime.errors import DriverError, InvalidPredictions
-from task_runtime.outputs import write_metrics
+from .errors import DriverError, InvalidPredictions
+from .outputs import write_metrics
 
 PHASES = ("val", "test")
 

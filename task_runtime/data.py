@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from task_runtime.errors import DriverError
+from .errors import DriverError
 
 
 def read_table(path: Path, required: list[str] | tuple[str, ...] = ()) -> pd.DataFrame:

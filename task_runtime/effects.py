@@ -18,13 +18,13 @@ from types import ModuleType
 import numpy as np
 import pandas as pd
 
-from task_runtime.cli import DriverArgs
-from task_runtime.data import read_table
-from task_runtime.errors import DriverError, InvalidPredictions
-from task_runtime.outputs import write_predictions
-from task_runtime.predictions import integer_column, match_ids, read_predictions
-from task_runtime.returned import as_vector
-from task_runtime.seeding import seed_everything
+from .cli import DriverArgs
+from .data import read_table
+from .errors import DriverError, InvalidPredictions
+from .outputs import write_predictions
+from .predictions import integer_column, match_ids, read_predictions
+from .returned import as_vector
+from .seeding import seed_everything
 
 KEYS = ["rep", "unit"]
 LABEL_FILES = {"val": "val_ite.csv", "test": "test_ite.csv"}

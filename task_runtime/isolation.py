@@ -9,7 +9,7 @@ inside one process, so every agent call runs in its own short-lived child proces
    (numpy's as_strided is enough), so what is not there is the only reliable secret;
 2. trusted driver code in the child loads exactly the inputs of this call (`load`), with stdio of its own
    (relayed by the parent) and no inherited file, folder or pipe;
-3. the child is sealed by the kernel (`task_runtime.confine`): Landlock lets it read everything but the
+3. the child is sealed by the kernel (`researchbench.task_runtime.confine`): Landlock lets it read everything but the
    blocked folders (the data folders, the driver's scratch folder with the other calls' results),
    write only under the call's own output folder and execute nothing, however a path is spelled (a
    dir fd, `fchdir`, a link); a seccomp filter refuses new processes, IPC, keyrings, metadata
@@ -19,7 +19,7 @@ inside one process, so every agent call runs in its own short-lived child proces
 5. the agent's module is imported and called (`work`); the child writes its results to files;
 6. the parent reads and validates those files as untrusted input.
 
-What crosses the boundary is checked by `task_runtime.returned`: results are dicts of plain numeric
+What crosses the boundary is checked by `researchbench.task_runtime.returned`: results are dicts of plain numeric
 arrays under a budget of numbers (`as_arrays`, `load_arrays`) and labels (`as_labels`), never pickles.
 Residual risk: the kernel itself, and timing.
 """
@@ -35,7 +35,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from task_runtime import confine
+from . import confine
 
 _DENIED_EVENTS = (
     "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.startfile",

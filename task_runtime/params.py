@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from task_runtime.errors import DriverError
+from .errors import DriverError
 
 
 def read_params(path: Path) -> dict:

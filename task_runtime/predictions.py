@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from task_runtime.errors import InvalidPredictions
+from .errors import InvalidPredictions
 
 _READ_ERRORS = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from task_runtime.errors import DriverError
+from .errors import DriverError
 
 
 def _floats(raw: Any, where: str) -> np.ndarray:

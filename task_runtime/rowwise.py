@@ -13,8 +13,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from task_runtime.errors import DriverError
-from task_runtime.returned import as_vector
+from .errors import DriverError
+from .returned import as_vector
 
 CHUNK = 32  # rows per call: small enough that a batch's statistics say little about any one row
 

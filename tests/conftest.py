@@ -52,9 +52,9 @@ def workspace_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _prepared(name: str):
-    from benchmark.plugins.manager import get_registry
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.workspace import prepare
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.workspace import prepare
 
     return prepare(load_task(get_registry().tasks[name]), log=lambda *a: None)
 
@@ -126,9 +126,9 @@ def compose(*overrides: str):
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from benchmark.cli import CONFIG_DIR
-    from benchmark.plugins.manager import get_registry
-    from benchmark.run.config import register_configs
+    from researchbench.benchmark.cli import CONFIG_DIR
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.run.config import register_configs
 
     register_configs(get_registry())
     GlobalHydra.instance().clear()
@@ -143,8 +143,8 @@ def run_inprocess(*overrides: str, **updates):
     """Compose, apply non-CLI-friendly values (e.g. scripted LLM replies), run; returns (summary, output)."""
     from omegaconf import OmegaConf
 
-    from benchmark.plugins.manager import get_registry
-    from benchmark.run.engine import run_benchmark
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.run.engine import run_benchmark
 
     cfg = compose(*overrides)
     for key, value in updates.items():

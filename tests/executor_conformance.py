@@ -27,7 +27,7 @@ from typing import Iterator
 
 import pytest
 
-from benchmark.executors.base import CPU, WALL, Executor, Job, JobResult, Limits
+from researchbench.benchmark.executors.base import CPU, WALL, Executor, Job, JobResult, Limits
 
 REPO = Path(__file__).resolve().parents[1]
 SLACK_S = 30.0  # "returned within timeout + slack": the alternative is never; a loaded machine starts jobs slowly
@@ -396,7 +396,7 @@ class ExecutorConformance:
 
     def test_jobs_import_the_task_runtime_and_cannot_change_it(self, executor: Executor, tmp_path: Path) -> None:
         """Drivers and evaluators import task_runtime on every backend; a sandboxed job cannot edit it."""
-        import task_runtime
+        import researchbench.task_runtime as task_runtime
 
         source = Path(task_runtime.__file__)
         before = source.read_bytes()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchmark.executors.gpu_devices import SHARED_NODES, GpuDevices
+from researchbench.benchmark.executors.gpu_devices import SHARED_NODES, GpuDevices
 
 SMI = '''#!{python}
 import sys

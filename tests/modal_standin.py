@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from benchmark.executors.local.sandbox import ETC_FILES, SYSTEM_DIRS, python_dirs
+from researchbench.benchmark.executors.local.sandbox import ETC_FILES, SYSTEM_DIRS, python_dirs
 
 
 class StandInError(Exception):
@@ -288,7 +288,7 @@ class StandInModal:
 def from_env() -> StandInModal:
     """For `hydra.launcher.client=tests.modal_standin:from_env` in CLI tests (a subprocess):
     the root comes from $RESEARCHBENCH_STANDIN_ROOT."""
-    from benchmark.executors.local import sandbox as sandbox_mod
+    from researchbench.benchmark.executors.local import sandbox as sandbox_mod
 
     bwrap = next(p for p in sandbox_mod.bwrap_candidates(None) if not sandbox_mod.probe_bwrap(p))
     root = Path(os.environ["RESEARCHBENCH_STANDIN_ROOT"]) / uuid.uuid4().hex[:8]

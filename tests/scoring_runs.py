@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark.records.journal import OK, BlobStore, Journal, Node, write_json_atomic
-from benchmark.records.kinds import Checkpoint, Final, Finished, Header, Pending
+from researchbench.benchmark.records.journal import OK, BlobStore, Journal, Node, write_json_atomic
+from researchbench.benchmark.records.kinds import Checkpoint, Final, Finished, Header, Pending
 
 
 @dataclass

@@ -28,12 +28,12 @@ from types import ModuleType
 import pytest
 import yaml
 
-from benchmark.authoring.task_check import PASS, RECORD_ABS_TOL, RECORD_REL_TOL, check_task, overlay_files, probe_val_phase
-from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.executors.local.sandbox import THREAD_ENV
-from benchmark.run.experiment import Outcome, run_phase
-from benchmark.tasks import workspace as ws
-from benchmark.tasks.manifest import TaskSpec, load_task, render
+from researchbench.benchmark.authoring.task_check import PASS, RECORD_ABS_TOL, RECORD_REL_TOL, check_task, overlay_files, probe_val_phase
+from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+from researchbench.benchmark.executors.local.sandbox import THREAD_ENV
+from researchbench.benchmark.run.experiment import Outcome, run_phase
+from researchbench.benchmark.tasks import workspace as ws
+from researchbench.benchmark.tasks.manifest import TaskSpec, load_task, render
 
 from conftest import HANG_TIMEOUT_S, SESSION_START_ENV
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from task_kit import prepared_task, run_sandboxed
-from task_runtime import IsolationError, confine, run_isolated
+from researchbench.task_runtime import IsolationError, confine, run_isolated
 
 # Each attack is shaped so the audit hook lets it through (relative names under a dir fd, an fd for a path,
 # no audited event at all): only the kernel can refuse it. An OSError with an errno is the kernel's answer
@@ -219,7 +219,7 @@ def test_a_confined_child_reads_only_what_it_may_and_writes_only_its_folder(tmp_
 KMEANS_CALL = """
 import sys
 from pathlib import Path
-from task_runtime import run_isolated
+from researchbench.task_runtime import run_isolated
 
 out, blocked = Path(sys.argv[1]), Path(sys.argv[2])
 

@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from agents.adaptivesearch import AdaptiveSearchConfig, AdaptiveSearchPolicy, displacement_stats, embed
-from agents.kit.tree import ROOT
-from benchmark.plugins.manager import get_registry
-from benchmark.tasks.manifest import Budget, load_task
+from researchbench.agents.adaptivesearch import AdaptiveSearchConfig, AdaptiveSearchPolicy, displacement_stats, embed
+from researchbench.agents.kit.tree import ROOT
+from researchbench.benchmark.plugins.manager import get_registry
+from researchbench.benchmark.tasks.manifest import Budget, load_task
 from trees import Tree
 
 CODE = "def predict(x):\n    return model.fit(x, y).predict(x)\n"

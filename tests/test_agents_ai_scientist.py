@@ -8,15 +8,15 @@ import json
 import random
 from dataclasses import replace
 
-from agents.ai_scientist_v1 import AIScientistV1Config, AIScientistV1Policy, notes_and_edits, select_ideas
-from agents.ai_scientist_v2 import AIScientistV2Config, AIScientistV2Policy, split_budget
-from agents.kit.operators import ideate
-from agents.kit.tree import ROOT
-from benchmark.contract.agent_api import OpContext
-from benchmark.llm.accounting import LLMCall
-from benchmark.plugins.manager import get_registry
-from benchmark.records.journal import OK
-from benchmark.tasks.manifest import load_task
+from researchbench.agents.ai_scientist_v1 import AIScientistV1Config, AIScientistV1Policy, notes_and_edits, select_ideas
+from researchbench.agents.ai_scientist_v2 import AIScientistV2Config, AIScientistV2Policy, split_budget
+from researchbench.agents.kit.operators import ideate
+from researchbench.agents.kit.tree import ROOT
+from researchbench.benchmark.contract.agent_api import OpContext
+from researchbench.benchmark.llm.accounting import LLMCall
+from researchbench.benchmark.plugins.manager import get_registry
+from researchbench.benchmark.records.journal import OK
+from researchbench.benchmark.tasks.manifest import load_task
 from trees import ScriptedRng, Tree
 
 
@@ -206,8 +206,8 @@ def test_v2_waits_for_the_stage_results_before_moving_on(tmp_path) -> None:
 
 
 def test_v1_run_carries_notes_and_all_completed_ends_the_idea_without_an_experiment(tmp_path) -> None:
-    from agents.ai_scientist_v1 import run
-    from benchmark.llm.config import LLMConfig
+    from researchbench.agents.ai_scientist_v1 import run
+    from researchbench.benchmark.llm.config import LLMConfig
 
     tree, task = Tree(tmp_path), _toy()
     files = {rel: tree.store.blobs.put((task.code_dir / rel).read_text()) for rel in ("model.py", "params.json")}
@@ -227,6 +227,6 @@ def test_v1_run_carries_notes_and_all_completed_ends_the_idea_without_an_experim
 
 
 def _action(hints: dict):
-    from benchmark.contract.agent_api import Action
+    from researchbench.benchmark.contract.agent_api import Action
 
     return Action("run", ("0001",), hints)

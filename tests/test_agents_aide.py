@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from agents.aide import AideConfig, AidePolicy
+from researchbench.agents.aide import AideConfig, AidePolicy
 from trees import ScriptedRng, Tree
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import random
 
-from agents.autoresearch import CRASH, DISCARD, KEEP, MAIN, AutoresearchConfig, AutoresearchPolicy, replay
-from agents.kit.tree import ROOT
+from researchbench.agents.autoresearch import CRASH, DISCARD, KEEP, MAIN, AutoresearchConfig, AutoresearchPolicy, replay
+from researchbench.agents.kit.tree import ROOT
 from trees import Tree
 
 

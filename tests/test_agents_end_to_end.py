@@ -101,7 +101,7 @@ def test_offline_replies_record_the_tokens_sent_and_received(toy, tmp_path: Path
 
     import litellm
 
-    from benchmark.records.journal import BlobStore
+    from researchbench.benchmark.records.journal import BlobStore
 
     summary, _ = run_inprocess("agent=greedy", "task=toy", "budget.steps=2", f"results_dir={tmp_path}", *source)
     run_dir = Path(summary["run_dir"])

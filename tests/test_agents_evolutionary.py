@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from agents.evolutionary import EvolutionaryConfig, EvolutionaryPolicy, softmax_choice
+from researchbench.agents.evolutionary import EvolutionaryConfig, EvolutionaryPolicy, softmax_choice
 from trees import Tree
 
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from agents.mcts import MctsConfig, MctsPolicy
+from researchbench.agents.mcts import MctsConfig, MctsPolicy
 from trees import Tree
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.openevolve import OpenEvolveConfig, OpenEvolvePolicy, code_distance, code_stats
-from benchmark.records.journal import Node
+from researchbench.agents.openevolve import OpenEvolveConfig, OpenEvolvePolicy, code_distance, code_stats
+from researchbench.benchmark.records.journal import Node
 from conftest import FIXTURES, finished_at_least, journal_records, kill_run_when, run_inprocess
 from trees import Tree
 
@@ -198,10 +198,10 @@ def test_the_evolve_job_names_only_the_program_sections_its_prompt_holds(tmp_pat
     """A stateless call must not be told to learn from sections it never got (the first prompt has none)."""
     import random as _random
 
-    from agents.openevolve import build_messages
-    from benchmark.contract.agent_api import Action, OpContext
-    from benchmark.plugins.manager import get_registry
-    from benchmark.tasks.manifest import load_task
+    from researchbench.agents.openevolve import build_messages
+    from researchbench.benchmark.contract.agent_api import Action, OpContext
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.tasks.manifest import load_task
 
     task = load_task(get_registry().tasks["causality"])
     tree = Tree(tmp_path)

@@ -11,12 +11,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from agents.react import ReactConfig, ReactPolicy, build_messages, parse_action, react, take_turn
-from benchmark.contract.agent_api import Action, OpContext
-from benchmark.records.journal import BlobStore
-from benchmark.run.commands import CommandResult, CommandRunner
-from benchmark.run.experiment import DATA_PLACE, data_path_in_jobs
-from benchmark.tasks.manifest import Budget, load_task
+from researchbench.agents.react import ReactConfig, ReactPolicy, build_messages, parse_action, react, take_turn
+from researchbench.benchmark.contract.agent_api import Action, OpContext
+from researchbench.benchmark.records.journal import BlobStore
+from researchbench.benchmark.run.commands import CommandResult, CommandRunner
+from researchbench.benchmark.run.experiment import DATA_PLACE, data_path_in_jobs
+from researchbench.benchmark.tasks.manifest import Budget, load_task
 from conftest import (CAUSALITY_S_LEARNER, CAUSALITY_T_LEARNER, finished_at_least, journal_records, kill_run_when,
                       run_inprocess)
 from trees import Tree
@@ -40,7 +40,7 @@ class FakeLLM:
 
 
 def _ctx(tmp_path: Path, llm=None, commands: list | None = None, exit_code: int = 0, steps_left: int = 5) -> OpContext:
-    from benchmark.plugins import get_registry
+    from researchbench.benchmark.plugins import get_registry
 
     tree = Tree(tmp_path)
     tree.store.get("0000").files = {"params.json": tree.store.blobs.put('{\n  "slope": 1.0\n}\n'),
@@ -147,7 +147,7 @@ def test_policy_ends_a_conversation_at_done_and_runs_one_node_per_lane(tmp_path)
 
 
 def test_a_command_sees_the_public_data_but_not_labels_or_test_inputs(toy, tmp_path) -> None:
-    from benchmark.executors.local import LocalExecutor
+    from researchbench.benchmark.executors.local import LocalExecutor
 
     executor = LocalExecutor()
     runner = CommandRunner(toy, executor, BlobStore(tmp_path / "blobs"), tmp_path / "scratch" / "0001-cmd",
@@ -269,7 +269,7 @@ def test_supervisor_assigns_and_a_fresh_worker_starts_from_the_best(tmp_path) ->
 
 
 def test_sandbox_note_names_the_output_dir_without_template_placeholders(tmp_path) -> None:
-    from agents.react import sandbox_note
+    from researchbench.agents.react import sandbox_note
 
     note = sandbox_note(_ctx(tmp_path))
     assert "{" not in note and "}" not in note, note  # no unrendered {output}/{python}/{data}

@@ -1,4 +1,5 @@
-"""The import graph of researchbench/, benchmark/, agents/ and task_runtime/ has no circles and points one way (docs/architecture.md).
+"""The import graph of the researchbench namespace (researchbench/, benchmark/, agents/, task_runtime/) has no
+circles and points one way (docs/architecture.md).
 
 Every import counts, function-level ones and those under `if TYPE_CHECKING:` included: a type-level import
 never runs, but it is still a dependency a reader follows, and a circle hidden under TYPE_CHECKING is still
@@ -15,46 +16,48 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.common.moved import MOVED  # old paths kept for one release; the harness must not use them
+from researchbench.benchmark.common.moved import MOVED, OLD_TOPS, new_name  # 0.1.0's paths: the harness must not use them
 
 ROOT = Path(__file__).resolve().parents[1]
-SCANNED = ("researchbench", "benchmark", "agents", "task_runtime")
+SCANNED = ("researchbench", "benchmark", "agents", "task_runtime")  # installed as researchbench and researchbench.<folder>
 NOT_HARNESS_CODE = ("templates",)  # task templates: task code copied into new tasks, not harness modules
 
 # The one-way order: a module may import its own package and packages of a LOWER rank, nothing else
 # (siblings of the same rank stay independent of each other).
 LAYERS = {
-    "benchmark.common": 0,
-    "task_runtime": 0,  # task code imports it inside jobs: it must stand alone
-    "benchmark.tasks": 1,
-    "benchmark.llm": 1,
-    "benchmark.edits": 1,  # the edit formats: agents apply them, the engine and the scorer diff with them
-    "benchmark.records": 2,
-    "benchmark.executors": 2,
-    "benchmark.contract": 3,  # the agent contract: plain types, no machinery
-    "benchmark.plugins": 4,  # the plugin manager: loads agents against the contract
-    "benchmark.scoring": 5,
-    "agents": 5,
-    "researchbench": 5,  # the public API for plugin authors: re-exports the layers below; nothing imports it
-    "benchmark.run": 6,
-    "benchmark.viewer": 6,  # reads run records and scoring's leaderboard; never the engine (a sibling)
-    "benchmark.launch": 7,
-    "benchmark.authoring": 7,
-    "benchmark.cli": 8,
+    "researchbench.benchmark.common": 0,
+    "researchbench.task_runtime": 0,  # task code imports it inside jobs: it must stand alone
+    "researchbench.benchmark.tasks": 1,
+    "researchbench.benchmark.llm": 1,
+    "researchbench.benchmark.edits": 1,  # the edit formats: agents apply them, the engine and the scorer diff with them
+    "researchbench.benchmark.records": 2,
+    "researchbench.benchmark.executors": 2,
+    "researchbench.benchmark.contract": 3,  # the agent contract: plain types, no machinery
+    "researchbench.benchmark.plugins": 4,  # the plugin manager: loads agents against the contract
+    "researchbench.benchmark.scoring": 5,
+    "researchbench": 5,  # the public API for plugin authors: re-exports the layers below; only agents import it
+    "researchbench.agents": 6,  # built-in agents import the public API, as any plugin does
+    "researchbench.benchmark.run": 6,
+    "researchbench.benchmark.viewer": 6,  # reads run records and scoring's leaderboard; never the engine (a sibling)
+    "researchbench.benchmark.launch": 7,
+    "researchbench.benchmark.authoring": 7,
+    "researchbench.benchmark.cli": 8,
+    "researchbench.__main__": 9,  # `python -m researchbench`: the console script
 }
-OUTSIDE_LAYERS = {"benchmark"}  # the top-level package: it only installs the finder for moved paths
+OUTSIDE_LAYERS = {"researchbench.benchmark", "researchbench.agents"}  # only answer for 0.1.0's top-level names
 
 
 def module_files(root: Path) -> dict[str, Path]:
     """Dotted module name -> file, for every module of the scanned packages."""
     modules = {}
     for top in SCANNED:
-        for path in (root / top).rglob("*.py"):
+        files = (root / top).glob("*.py") if top == "researchbench" else (root / top).rglob("*.py")  # not its links
+        for path in files:
             rel = path.relative_to(root).with_suffix("")
             if any(part in NOT_HARNESS_CODE for part in rel.parts):
                 continue
             parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
-            modules[".".join(parts)] = path
+            modules[".".join(parts if top == "researchbench" else ("researchbench", *parts))] = path
     return modules
 
 
@@ -76,15 +79,23 @@ def imported_names(path: Path, module: str) -> set[str]:
     return names
 
 
+def is_old_path(name: str) -> bool:
+    """A 0.1.0 path (`benchmark.journal`, `agents.aide`): answered for one release, never used by the harness."""
+    return name.partition(".")[0] in OLD_TOPS
+
+
 def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
-    """module -> the scanned modules it runs on import (its targets and their parent packages)."""
+    """module -> the scanned modules it runs on import (its targets and their parent packages), and any
+    0.1.0 path it imports (as written: the checker reports them)."""
     graph = {}
     for module, path in modules.items():
         own = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 2)}
-        targets = set()
-        for name in imported_names(path, module):
+        names = imported_names(path, module)
+        old = {n for n in names if is_old_path(n)}
+        targets = {n for n in old if not any(n.startswith(o + ".") for o in old)}  # `from a.b import c`: a.b
+        for name in names - old:
             parts = name.split(".")
-            targets |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & (modules.keys() | MOVED.keys())
+            targets |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & modules.keys()
         graph[module] = targets - own
     return graph
 
@@ -99,8 +110,8 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str]:
 
 
 def layer_of(module: str) -> str | None:
-    """The LAYERS key that owns `module` (longest prefix), or None."""
-    owners = [key for key in LAYERS if module == key or module.startswith(key + ".")]
+    """The LAYERS key that owns `module` (longest prefix; the namespace's own key only itself), or None."""
+    owners = [key for key in LAYERS if module == key or key != "researchbench" and module.startswith(key + ".")]
     return max(owners, key=len) if owners else None
 
 
@@ -115,8 +126,8 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
             problems.append(f"{module} is in no layer: add its package to LAYERS and docs/architecture.md")
             continue
         for target in sorted(targets):
-            if target in MOVED:
-                problems.append(f"{module} imports deprecated {target}: use {MOVED[target]}")
+            if is_old_path(target):
+                problems.append(f"{module} imports deprecated {target}: use {new_name(target)}")
                 continue
             dest = layer_of(target)
             if dest is None or dest == source:
@@ -143,8 +154,8 @@ def test_imports_point_down_the_layers(graph):
 def test_the_checker_finds_a_planted_circle_and_an_upward_import():
     assert set(find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}})) == {"a", "b", "c"}
     assert find_cycle({"a": {"b"}, "b": set()}) == []
-    fake = {"benchmark.scoring.report": {"benchmark.run.engine", "benchmark.records.journal"},
-            "benchmark.tasks.manifest": {"benchmark.llm.client", "benchmark.journal"}}
+    fake = {"researchbench.benchmark.scoring.report": {"researchbench.benchmark.run.engine", "researchbench.benchmark.records.journal"},
+            "researchbench.benchmark.tasks.manifest": {"researchbench.benchmark.llm.client", "benchmark.journal"}}
     problems = layer_violations(fake)
     assert any("scoring.report" in p and "run.engine" in p for p in problems)  # upward
     assert any("tasks.manifest" in p and "llm.client" in p for p in problems)  # sideways
@@ -161,8 +172,8 @@ def test_the_graph_sees_function_level_relative_deprecated_and_typing_only_impor
     (pkg / "engine.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import worker\n")
     (pkg / "worker.py").write_text("from benchmark.journal import Node\n\ndef f():\n    from .engine import x\n")
     graph = import_graph(module_files(tmp_path))
-    assert graph["benchmark.run.worker"] == {"benchmark.run.engine", "benchmark.journal"}
-    assert graph["benchmark.run.engine"] == {"benchmark.run.worker"}  # a circle hidden under TYPE_CHECKING
+    assert graph["researchbench.benchmark.run.worker"] == {"researchbench.benchmark.run.engine", "benchmark.journal"}
+    assert graph["researchbench.benchmark.run.engine"] == {"researchbench.benchmark.run.worker"}  # a circle hidden under TYPE_CHECKING
     assert find_cycle(graph)
 
 

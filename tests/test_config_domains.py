@@ -14,12 +14,12 @@ from typing import Any, Iterator
 import pytest
 from omegaconf import OmegaConf, open_dict
 
-from benchmark.cli import fail, prevalidate
-from benchmark.common.domains import Domain, domain_of, out_of_range
-from benchmark.common.errors import UserError
-from benchmark.plugins.manager import BUILTIN, get_registry
-from benchmark.run.config import RunConfig, register_configs
-from benchmark.run.preflight import preflight
+from researchbench.benchmark.cli import fail, prevalidate
+from researchbench.benchmark.common.domains import Domain, domain_of, out_of_range
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.plugins.manager import BUILTIN, get_registry
+from researchbench.benchmark.run.config import RunConfig, register_configs
+from researchbench.benchmark.run.preflight import preflight
 from conftest import compose, run_cli
 from researchbench import AgentSpec, domain
 
@@ -200,7 +200,7 @@ class PluginConfig:
 
 
 def test_a_plugin_config_gets_the_same_check(monkeypatch, capsys) -> None:
-    import benchmark.plugins.manager as manager
+    import researchbench.benchmark.plugins.manager as manager
 
     base = get_registry()
     spec = AgentSpec(name="domain_probe", config_class=PluginConfig, build=lambda cfg, task: None, uses_llm=False)

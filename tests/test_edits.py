@@ -6,7 +6,7 @@ import fnmatch
 
 import pytest
 
-from benchmark.edits import apply_edits, format_instructions, normalize_path, unified_diff
+from researchbench.benchmark.edits import apply_edits, format_instructions, normalize_path, unified_diff
 
 TRAIN = """\
 import numpy as np

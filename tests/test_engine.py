@@ -223,8 +223,8 @@ def test_step_limit_and_compute_budget_are_cpu_time_and_shown_to_the_agent(toy, 
 def test_a_death_by_signal_is_named_and_a_bare_sigkill_is_not_blamed_on_the_code() -> None:
     """An agent read "exit code -9" as a bug of its own (openevolve on fairness): the step names the signal,
     and for SIGKILL that no limit of the job explains, the likely cause and remedy."""
-    from benchmark.executors.base import JobResult
-    from benchmark.run.experiment import _job_problem
+    from researchbench.benchmark.executors.base import JobResult
+    from researchbench.benchmark.run.experiment import _job_problem
 
     killed = _job_problem(JobResult(-9, False, 3.0), 120.0)
     assert killed.startswith("exit code -9") and "SIGKILL" in killed and "memory" in killed

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.edits import apply_edits
-from benchmark.llm.client import load_script
-from benchmark.plugins.manager import get_registry
-from benchmark.tasks.manifest import TaskSpec, load_task
-from benchmark.tasks.suites import suite_tasks
+from researchbench.benchmark.edits import apply_edits
+from researchbench.benchmark.llm.client import load_script
+from researchbench.benchmark.plugins.manager import get_registry
+from researchbench.benchmark.tasks.manifest import TaskSpec, load_task
+from researchbench.benchmark.tasks.suites import suite_tasks
 from conftest import REPO, journal_records, run_inprocess
 
 SCRIPTS = REPO / "examples" / "scripts"
@@ -90,7 +90,7 @@ def test_help_says_mock_never_edits_and_where_the_scripts_are() -> None:
 
 
 def test_the_presets_default_script_is_found_from_any_directory(tmp_path: Path, monkeypatch) -> None:
-    from benchmark.llm.config import script_path
+    from researchbench.benchmark.llm.config import script_path
     from conftest import compose
 
     monkeypatch.chdir(tmp_path)

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.common.errors import UserError
-from benchmark.executors import Job, LocalExecutor, LocalExecutorConfig
-from benchmark.executors import gpu_devices as gpu_devices_mod
-from benchmark.executors.base import GPU_WALL_WHY
-from benchmark.executors.gpu_devices import GpuDevices
-from benchmark.executors.local import sandbox as sandbox_mod
-from benchmark.executors.local.gpus import GpuPool, slots_problem
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.executors import Job, LocalExecutor, LocalExecutorConfig
+from researchbench.benchmark.executors import gpu_devices as gpu_devices_mod
+from researchbench.benchmark.executors.base import GPU_WALL_WHY
+from researchbench.benchmark.executors.gpu_devices import GpuDevices
+from researchbench.benchmark.executors.local import sandbox as sandbox_mod
+from researchbench.benchmark.executors.local.gpus import GpuPool, slots_problem
 from tests.executor_conformance import make_job, run
 from tests.fake_gpus import fake_dev, fake_devices, fake_smi, smi_calls
 
@@ -324,10 +324,10 @@ def test_a_step_records_its_time_limit_and_why(toy, tmp_path: Path, monkeypatch:
     """The node of a GPU task says its limit was wall-clock, and why; a CPU task's node says CPU time."""
     import dataclasses
 
-    import benchmark.executors.local.backend as local_mod
-    import benchmark.run.engine as engine
-    from benchmark.contract.agent_api import Agent
-    from benchmark.tasks.manifest import Resources
+    import researchbench.benchmark.executors.local.backend as local_mod
+    import researchbench.benchmark.run.engine as engine
+    from researchbench.benchmark.contract.agent_api import Agent
+    from researchbench.benchmark.tasks.manifest import Resources
     from test_parallel import TreePolicy, run_agent, write_step
 
     _, _, records = run_agent(tmp_path / "cpu", lambda: Agent(TreePolicy(), {"write": write_step}), "budget.steps=1")

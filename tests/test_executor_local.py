@@ -18,13 +18,13 @@ from typing import Iterator
 
 import pytest
 
-from benchmark.common.errors import UserError
-from benchmark.common.safefs import remove_tree
-from benchmark.executors import Job, Limits, LocalExecutor, LocalExecutorConfig
-from benchmark.executors.local import sandbox as sandbox_mod
-from benchmark.executors.local.cgroups import JobCgroup
-from benchmark.executors.local.held_files import HeldFiles
-from benchmark.executors.output import CappedWriter
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.safefs import remove_tree
+from researchbench.benchmark.executors import Job, Limits, LocalExecutor, LocalExecutorConfig
+from researchbench.benchmark.executors.local import sandbox as sandbox_mod
+from researchbench.benchmark.executors.local.cgroups import JobCgroup
+from researchbench.benchmark.executors.local.held_files import HeldFiles
+from researchbench.benchmark.executors.output import CappedWriter
 from tests.fake_gpus import fake_devices
 from tests.executor_conformance import (
     BACKGROUND_WRITER,
@@ -56,7 +56,7 @@ needs_cgroups = pytest.mark.skipif(not HAS_CGROUPS, reason="cgroups are not writ
 
 def _job_cgroups() -> set[str]:
     """This process's job cgroup directories currently present (to prove they are removed afterwards)."""
-    from benchmark.executors.local.cgroups import owner_tag
+    from researchbench.benchmark.executors.local.cgroups import owner_tag
 
     found = set()
     for controller in ("memory", "pids", "cpuacct", "unified"):
@@ -207,7 +207,7 @@ def test_job_cgroup_accounts_the_cpu_time_of_ended_processes() -> None:
 def test_stale_cgroups_of_a_dead_harness_are_cleaned(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only cgroups that provably belong to a dead harness of this host are swept: same boot, same pid
     namespace, and the owner's pid is gone or reused by a later process. Others' are left alone."""
-    from benchmark.executors.local import cgroups
+    from researchbench.benchmark.executors.local import cgroups
 
     dead = subprocess.Popen(["sleep", "60"])
     dead_tag = cgroups.owner_tag(dead.pid)  # taken while it lived: boot, pid namespace, pid, start time

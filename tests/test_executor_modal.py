@@ -15,12 +15,12 @@ from typing import Iterator
 
 import pytest
 
-from benchmark.common.errors import UserError
-from benchmark.executors.base import Executor, Job, Limits
-from benchmark.executors.local import sandbox as sandbox_mod
-from benchmark.executors.modal.backend import DATA_MOUNT, PRIVATE_MOUNT, RUN_TAG, ModalExecutor, ModalExecutorConfig
-from benchmark.executors.modal.image import gpu_string, image_spec, modal_credentials_problem, pin
-from benchmark.tasks.manifest import Requirement
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.executors.base import Executor, Job, Limits
+from researchbench.benchmark.executors.local import sandbox as sandbox_mod
+from researchbench.benchmark.executors.modal.backend import DATA_MOUNT, PRIVATE_MOUNT, RUN_TAG, ModalExecutor, ModalExecutorConfig
+from researchbench.benchmark.executors.modal.image import gpu_string, image_spec, modal_credentials_problem, pin
+from researchbench.benchmark.tasks.manifest import Requirement
 from tests.executor_conformance import ATTEMPT_SOURCE, ExecutorConformance, make_job, run
 from tests.modal_standin import StandInModal
 
@@ -130,7 +130,7 @@ def test_test_inputs_reach_the_test_job_only(tmp_path: Path) -> None:
 def test_orphans_of_the_same_run_are_terminated(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from benchmark.executors.modal.backend import run_tag
+    from researchbench.benchmark.executors.modal.backend import run_tag
 
     ex, client = standin_executor(tmp_path / "standin")
     app = client.App.lookup("researchbench", create_if_missing=True)
@@ -287,7 +287,7 @@ def test_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_modal_c
 @needs_bwrap
 def test_run_on_modal_scores_locally_and_never_uploads_labels(toy, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from benchmark.executors.modal import backend as modal_backend
+    from researchbench.benchmark.executors.modal import backend as modal_backend
     from conftest import journal_records, run_inprocess
 
     clients: list[StandInModal] = []
@@ -363,7 +363,7 @@ def test_downloads_are_parsed_as_hostile(tmp_path: Path) -> None:
     import io
     import tarfile
 
-    from benchmark.executors.remote_files import MAX_DEPTH, unpack
+    from researchbench.benchmark.executors.remote_files import MAX_DEPTH, unpack
 
     root = tmp_path / "out"
     root.mkdir()
@@ -439,7 +439,7 @@ def test_a_rejected_token_is_named_in_the_line(monkeypatch: pytest.MonkeyPatch) 
     import modal
     from modal.exception import AuthError
 
-    from benchmark.executors.modal.image import modal_unreachable_problem
+    from researchbench.benchmark.executors.modal.image import modal_unreachable_problem
 
     async def reject(server_url: str, credentials: tuple[str, str]) -> None:
         assert credentials == ("ak-fake", "as-fake")
@@ -459,9 +459,9 @@ def test_the_manifests_gpu_need_reaches_sandbox_create(toy, tmp_path: Path) -> N
     the phase job's sandbox is made with; the job itself sees its GPUs and learns why its limit is wall-clock."""
     import dataclasses
 
-    from benchmark.executors.modal.backend import MODAL_WALL_WHY
-    from benchmark.run.experiment import materialize, phase_job
-    from benchmark.tasks.manifest import Resources
+    from researchbench.benchmark.executors.modal.backend import MODAL_WALL_WHY
+    from researchbench.benchmark.run.experiment import materialize, phase_job
+    from researchbench.benchmark.tasks.manifest import Resources
 
     spec = dataclasses.replace(toy.spec, resources=Resources(gpus=2, gpu_type="A100-80GB", cpus=1, memory_gb=2,
                                                              disk_gb=0.05))

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.executors.base import Executor, ExecutorConfig, completed, config_of
-from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.executors.modal import ModalExecutor, ModalExecutorConfig
-from benchmark.run.outage import GuardedExecutor
+from researchbench.benchmark.executors.base import Executor, ExecutorConfig, completed, config_of
+from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+from researchbench.benchmark.executors.modal import ModalExecutor, ModalExecutorConfig
+from researchbench.benchmark.run.outage import GuardedExecutor
 from conftest import REPO
 
 PROBES = ("getattr", "hasattr")
@@ -165,11 +165,11 @@ def test_the_guarded_executor_answers_for_the_whole_protocol() -> None:
 
 
 def test_the_modal_package_does_not_shadow_the_modal_library() -> None:
-    """`benchmark.executors.modal` is a package of ours; `import modal` inside it still means Modal's SDK."""
+    """`researchbench.benchmark.executors.modal` is a package of ours; `import modal` inside it still means Modal's SDK."""
     sdk = pytest.importorskip("modal")
-    import benchmark.executors.modal as ours
+    import researchbench.benchmark.executors.modal as ours
 
-    inside: dict[str, object] = {"__name__": "benchmark.executors.modal.backend", "__package__": ours.__name__}
+    inside: dict[str, object] = {"__name__": "researchbench.benchmark.executors.modal.backend", "__package__": ours.__name__}
     exec("import modal", inside)  # as modal_client() does, from within the package
     assert inside["modal"] is sdk and "benchmark" not in Path(sdk.__file__ or "").parts
     assert ours is not sdk and ours.ModalExecutor is ModalExecutor

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmark.authoring.task_check import PASS, check_task
-from benchmark.common.errors import UserError
-from benchmark.tasks import workspace as ws
-from benchmark.tasks.manifest import load_task
+from researchbench.benchmark.authoring.task_check import PASS, check_task
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.tasks import workspace as ws
+from researchbench.benchmark.tasks.manifest import load_task
 from tests.conftest import FIXTURES, run_cli
 
 LINE = FIXTURES / "check_tasks" / "line"

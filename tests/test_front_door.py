@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import benchmark.cli.main as front_door
-from benchmark.cli.main import COMMANDS, main, run_script
-from benchmark.cli.view import NOT_INSTALLED
-from benchmark.common.version import package_version
+import researchbench.benchmark.cli.main as front_door
+from researchbench.benchmark.cli.main import COMMANDS, main, run_script
+from researchbench.benchmark.cli.view import NOT_INSTALLED
+from researchbench.benchmark.common.version import package_version
 from tests.conftest import REPO, run_cli
 
 COMMAND_NAMES = ["run", "list", "setup", "prepare", "check", "new", "score", "view"]
@@ -28,7 +28,7 @@ def test_pyproject_declares_the_console_script_and_it_is_the_front_door() -> Non
     assert getattr(importlib.import_module(module), attr) is main  # what the installed `researchbench` calls
 
 
-@pytest.mark.parametrize("command", [["-m", "benchmark.cli", "--version"], ["run_agent_benchmark.py", "--version"]])
+@pytest.mark.parametrize("command", [["-m", "researchbench.benchmark.cli", "--version"], ["run_agent_benchmark.py", "--version"]])
 def test_version_is_the_package_version_not_hydras(command: list[str]) -> None:
     proc = subprocess.run([sys.executable, *command], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -107,7 +107,7 @@ def test_score_on_a_missing_folder_is_one_line_and_exit_2(tmp_path: Path, capsys
 
 
 def test_run_with_a_bad_override_is_one_line_and_exit_2() -> None:
-    proc = subprocess.run([sys.executable, "-m", "benchmark.cli", "run", "task=toy", "agent=optuna", "bogus=1"],
+    proc = subprocess.run([sys.executable, "-m", "researchbench.benchmark.cli", "run", "task=toy", "agent=optuna", "bogus=1"],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [proc.stderr.strip()] and proc.stderr.startswith("error: unknown setting 'bogus'")
@@ -121,7 +121,7 @@ def test_run_answers_help_with_the_run_commands_options(capsys: pytest.CaptureFi
 
 def test_view_without_the_viewer_is_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture) -> None:
-    monkeypatch.setitem(sys.modules, "benchmark.viewer", None)  # absent, whether or not this version has it
+    monkeypatch.setitem(sys.modules, "researchbench.benchmark.viewer", None)  # absent, whether or not this version has it
     assert main(["view", "results"]) == 2
     assert capsys.readouterr().err == f"error: {NOT_INSTALLED}\n"
     assert run_script(["view"]) == 2  # python run_agent_benchmark.py view
@@ -129,9 +129,9 @@ def test_view_without_the_viewer_is_one_line_and_exit_2(monkeypatch: pytest.Monk
 
 def test_view_hands_its_arguments_to_the_viewer(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    fake = types.ModuleType("benchmark.viewer")
+    fake = types.ModuleType("researchbench.benchmark.viewer")
     fake.main = lambda argv: calls.append(argv) or 7  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "benchmark.viewer", fake)
+    monkeypatch.setitem(sys.modules, "researchbench.benchmark.viewer", fake)
     assert main(["view", "results", "--port", "0"]) == 7
     assert run_script(["view", "examples/recorded"]) == 7
     assert calls == [["results", "--port", "0"], ["examples/recorded"]]
@@ -156,7 +156,7 @@ def test_the_root_scripts_keep_their_job_names() -> None:
 def test_version_help_and_list_load_neither_hydra_nor_the_engine() -> None:
     probe = ("import sys\nfrom benchmark.cli.main import main\n"
              "assert main(['--version']) == main(['--help']) == main(['list', 'executors']) == 0\n"
-             "print('LOADED', [m for m in ('hydra', 'benchmark.run.engine', 'benchmark.scoring.pipeline', 'torch') "
+             "print('LOADED', [m for m in ('hydra', 'researchbench.benchmark.run.engine', 'researchbench.benchmark.scoring.pipeline', 'torch') "
              "if m in sys.modules])\n")
     proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -7,8 +7,8 @@ from __future__ import annotations
 import resource
 from pathlib import Path
 
-from benchmark.executors.base import Job, Limits
-from benchmark.executors.local.backend import _rlimits
+from researchbench.benchmark.executors.base import Job, Limits
+from researchbench.benchmark.executors.local.backend import _rlimits
 
 
 def _job(gpus: int) -> Job:
@@ -39,7 +39,7 @@ time.sleep(60)
 
 
 def test_a_gpu_job_without_a_memory_cgroup_is_held_to_its_limit_by_resident_memory(tmp_path: Path) -> None:
-    from benchmark.executors import LocalExecutor, LocalExecutorConfig
+    from researchbench.benchmark.executors import LocalExecutor, LocalExecutorConfig
     from tests.executor_conformance import make_job, run
     from tests.fake_gpus import fake_devices
 

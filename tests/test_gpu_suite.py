@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from task_kit import TASK_NAMES, VARIANT_NAMES
 
-from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.run.experiment import run_phase
-from benchmark.tasks.manifest import load_task
-from benchmark.tasks.suites import suite_tasks
-from benchmark.tasks.variants import cpu_fallback
-from benchmark.tasks.workspace import prepare
+from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+from researchbench.benchmark.run.experiment import run_phase
+from researchbench.benchmark.tasks.manifest import load_task
+from researchbench.benchmark.tasks.suites import suite_tasks
+from researchbench.benchmark.tasks.variants import cpu_fallback
+from researchbench.benchmark.tasks.workspace import prepare
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -25,9 +25,9 @@ def test_the_console_the_sweep_table_and_the_scorer_print_the_same_headline(toy,
     from omegaconf import OmegaConf
 
     import compute_agent_metrics
-    from benchmark.launch.sweep_table import COLUMNS, sweep_rows
-    from benchmark.scoring.normalize import achievement, headline_text, unclipped
-    from benchmark.scoring.runs import load_run
+    from researchbench.benchmark.launch.sweep_table import COLUMNS, sweep_rows
+    from researchbench.benchmark.scoring.normalize import achievement, headline_text, unclipped
+    from researchbench.benchmark.scoring.runs import load_run
 
     overrides = ("agent=greedy", "task=toy", "budget.steps=1", "llm=mock", f"results_dir={tmp_path / 'results'}")
     summary, console = run_inprocess(*overrides, llm__mock_responses=[OVERFIT])

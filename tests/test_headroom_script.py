@@ -46,7 +46,7 @@ def test_verdict_uses_the_median_over_seeds_and_the_baseline_room() -> None:
 def test_llm_headroom_scores_recorded_runs_on_the_current_scale(tmp_path: Path, capsys) -> None:
     """benchmarks/llm_headroom.py re-scores a run against today's manifest (not the target the run recorded)
     and fails when greedy at the default budget closes more than 0.7 of the gap."""
-    from benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.manifest import load_task
     from scoring_runs import Step, write_run
 
     llm_spec = importlib.util.spec_from_file_location(

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmark.common.inert_text import (JOB_OUTPUT_BYTES, MAX_METRICS, METRIC_NAME, csv_safe, inert, install_log_filter,
+from researchbench.benchmark.common.inert_text import (JOB_OUTPUT_BYTES, MAX_METRICS, METRIC_NAME, csv_safe, inert, install_log_filter,
                                   job_output)
-from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.records.journal import OK, BlobStore, Journal, Node
-from benchmark.records.kinds import Checkpoint, Finished
-from benchmark.run.display import Display, RichDisplay, Stats
+from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+from researchbench.benchmark.records.journal import OK, BlobStore, Journal, Node
+from researchbench.benchmark.records.kinds import Checkpoint, Finished
+from researchbench.benchmark.run.display import Display, RichDisplay, Stats
 from conftest import MetricsAddedAfterEvaluation, journal_records, run_cli
 
 TITLE = "\x1b]0;pwned title\x07"
@@ -148,7 +148,7 @@ def _number(cell: str) -> bool:
 
 def _execute(toy, tmp_path: Path, model: str, long_name: int) -> tuple[Node, BlobStore]:
     """One experiment of the toy task with this model.py, through StepRunner and the real executor."""
-    from benchmark.run.worker import StepRunner
+    from researchbench.benchmark.run.worker import StepRunner
 
     spec = toy.spec
     blobs = BlobStore(tmp_path / "blobs")
@@ -164,7 +164,7 @@ def _execute(toy, tmp_path: Path, model: str, long_name: int) -> tuple[Node, Blo
 
 
 def test_hostile_job_output_and_metrics_are_sanitized_and_capped(toy, tmp_path: Path) -> None:
-    from agents.kit.prompts import metrics_line
+    from researchbench.agents.kit.prompts import metrics_line
 
     spec = toy.spec
     noisy = ("import sys\nsys.stdout.write(('\\x1b[2J\\x1b]0;t\\x07\\x00' + 'x' * 1000 + '\\n') * 4000)\n"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.executors.base import Job
-from benchmark.executors.local import LocalExecutor
-from benchmark.executors.local.job_fs import place_of, relocate_arg
-from benchmark.run.experiment import OUTPUT_PLACE, run_phase
+from researchbench.benchmark.executors.base import Job
+from researchbench.benchmark.executors.local import LocalExecutor
+from researchbench.benchmark.executors.local.job_fs import place_of, relocate_arg
+from researchbench.benchmark.run.experiment import OUTPUT_PLACE, run_phase
 from conftest import REPO
 from tests.test_executor_local import HAS_CGROUPS
 
@@ -149,7 +149,7 @@ def test_a_run_says_over_the_disk_limit(toy, executor, tmp_path: Path) -> None:
 
 
 def test_the_harness_survives_host_enospc_on_copy_back(executor, tmp_path: Path, monkeypatch) -> None:
-    import benchmark.executors.remote_files as remote_files
+    import researchbench.benchmark.executors.remote_files as remote_files
 
     def disk_full(*_args: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -237,8 +237,8 @@ def test_what_mountinfo_shows_a_job_is_exactly_what_docs_security_lists(toy, exe
     system and interpreter dirs at their own paths, the public data, the test inputs (test phase), this
     step's code and output dirs (under the run's results), the harness-owned code files, the task runtime
     and the supervisor; never the labels, the task folder, the journal or another step."""
-    from benchmark.common.paths import task_runtime_dir
-    from benchmark.executors.local.job_fs import SUPERVISOR_FILE
+    from researchbench.benchmark.common.paths import task_runtime_dir
+    from researchbench.benchmark.executors.local.job_fs import SUPERVISOR_FILE
 
     scratch = tmp_path / "results" / "scratch" / "0001"
     outcome = run_phase(toy, {"model.py": MOUNTINFO}, phase, executor, scratch, 60)
@@ -266,7 +266,7 @@ def test_what_mountinfo_shows_a_job_is_exactly_what_docs_security_lists(toy, exe
 @pytest.mark.skipif(not HAS_CGROUPS, reason="no writable memory cgroup here")
 def test_the_job_disk_is_charged_to_the_job_memory(executor, tmp_path: Path) -> None:
     """A tmpfs page is memory: with a cgroup, files and memory share resources.memory_gb."""
-    from benchmark.executors.base import Limits
+    from researchbench.benchmark.executors.base import Limits
 
     job = relocated_job(tmp_path, """
         with open("/job/out/big", "wb") as f:
@@ -280,8 +280,8 @@ def test_the_job_disk_is_charged_to_the_job_memory(executor, tmp_path: Path) -> 
 
 def test_without_a_sandbox_the_placeholders_keep_their_host_paths(toy, tmp_path: Path) -> None:
     """sandbox=none cannot relocate: the job runs where the harness put it, and agents are told so."""
-    from benchmark.executors.local import LocalExecutorConfig
-    from benchmark.run.experiment import data_path_in_jobs
+    from researchbench.benchmark.executors.local import LocalExecutorConfig
+    from researchbench.benchmark.run.experiment import data_path_in_jobs
 
     model = 'import os\nprint("cwd", os.getcwd())\ndef predict(x, params):\n    return x\n'
     with LocalExecutor(LocalExecutorConfig(sandbox="none")) as bare:

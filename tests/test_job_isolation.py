@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.common.errors import UserError
-from benchmark.executors import Limits, LocalExecutor, LocalExecutorConfig
-from benchmark.executors.local.job_uids import JOB_USER, JobUids, uids_with_processes
-from benchmark.executors.local.no_userns import no_userns_program
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.executors import Limits, LocalExecutor, LocalExecutorConfig
+from researchbench.benchmark.executors.local.job_uids import JOB_USER, JobUids, uids_with_processes
+from researchbench.benchmark.executors.local.no_userns import no_userns_program
 from tests.executor_conformance import make_job, run
 from tests.test_executor_local import HAS_BWRAP, HAS_CGROUPS
 
@@ -196,7 +196,7 @@ def test_concurrent_jobs_of_two_harnesses_get_different_uids(tmp_path: Path) -> 
 HARNESS_THEN_KILLED = """
     import sys
     from pathlib import Path
-    from benchmark.executors import LocalExecutor, LocalExecutorConfig
+    from researchbench.benchmark.executors import LocalExecutor, LocalExecutorConfig
     from tests.executor_conformance import make_job
     first, tmp = int(sys.argv[1]), Path(sys.argv[2])
     job = make_job(tmp, "import os, time\\nopen('uid.txt', 'w').write(str(os.getuid()))\\ntime.sleep(600)", name="held")

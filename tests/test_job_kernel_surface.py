@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.executors import Limits, LocalExecutor, LocalExecutorConfig
-from benchmark.executors.local.open_files import FLOOR, SHARE, file_max, open_files_limit
+from researchbench.benchmark.executors import Limits, LocalExecutor, LocalExecutorConfig
+from researchbench.benchmark.executors.local.open_files import FLOOR, SHARE, file_max, open_files_limit
 from tests.executor_conformance import make_job, run
 from tests.test_executor_local import HAS_BWRAP
 

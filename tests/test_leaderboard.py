@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import run_cli
 
-from benchmark.scoring.leaderboard import experiments_to_gain
+from researchbench.benchmark.scoring.leaderboard import experiments_to_gain
 
 REPO = Path(__file__).resolve().parents[1]
 

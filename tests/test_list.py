@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmark.plugins.manager import get_registry
-from benchmark.run.catalog import llm_entries
+from researchbench.benchmark.plugins.manager import get_registry
+from researchbench.benchmark.run.catalog import llm_entries
 from conftest import REPO, run_cli
 
 HEAVY = ("litellm", "torch", "transformers", "optuna")
@@ -92,7 +92,7 @@ def test_list_tasks_shows_whether_each_task_is_prepared(tmp_path: Path) -> None:
     checksum file, with the command that prepares one; listing itself prepares nothing."""
     import json
 
-    from benchmark.tasks.workspace import CHECKSUM_FILE
+    from researchbench.benchmark.tasks.workspace import CHECKSUM_FILE
 
     env = {"RESEARCHBENCH_WORKSPACE": str(tmp_path / "ws")}
 

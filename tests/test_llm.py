@@ -13,11 +13,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything
 
 import pytest
 
-from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, ScriptExhausted, UserError
-from benchmark.llm.accounting import LLMCall, Usage, cost_text
-from benchmark.llm.client import LLMClient
-from benchmark.llm.credentials import PROVIDER_KEYS, missing_credentials
-from benchmark.llm.config import LLMConfig
+from researchbench.benchmark.common.errors import BudgetExhausted, InfrastructureFailure, ScriptExhausted, UserError
+from researchbench.benchmark.llm.accounting import LLMCall, Usage, cost_text
+from researchbench.benchmark.llm.client import LLMClient
+from researchbench.benchmark.llm.credentials import PROVIDER_KEYS, missing_credentials
+from researchbench.benchmark.llm.config import LLMConfig
 
 from llm_server import (
     BAD_REQUEST,
@@ -337,7 +337,7 @@ def test_missing_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("provider", sorted(PROVIDER_KEYS))
 def test_key_table_agrees_with_litellm(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The light table answers without litellm; it must name the variables litellm itself asks for."""
-    from benchmark.llm.client import import_litellm
+    from researchbench.benchmark.llm.client import import_litellm
 
     names, _ = PROVIDER_KEYS[provider]
     for name in names:
@@ -364,7 +364,7 @@ def test_import_does_not_load_litellm() -> None:
 
 
 def test_operator_overrides_pick_model_and_limits(llm_server: StubLLMServer) -> None:
-    from benchmark.llm.config import OperatorLLMConfig
+    from researchbench.benchmark.llm.config import OperatorLLMConfig
 
     cfg = stub_cfg(llm_server, operators={"analyze": OperatorLLMConfig(model="openai/cheap-model", max_tokens=50,
                                                                       temperature=0.9)})

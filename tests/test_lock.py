@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from benchmark.authoring import lock_refresh
-from benchmark.common.paths import REPO_ROOT
-from benchmark.run.summary import environment_line, provenance
-from benchmark.scoring.selection import select_runs
-from benchmark.tasks import lock as lock_module
-from benchmark.tasks.lock import canonical, current_environment, differences, parse_lock, read_lock
-from benchmark.tasks.manifest import RecordedEnvironment, load_task
+from researchbench.benchmark.authoring import lock_refresh
+from researchbench.benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.run.summary import environment_line, provenance
+from researchbench.benchmark.scoring.selection import select_runs
+from researchbench.benchmark.tasks import lock as lock_module
+from researchbench.benchmark.tasks.lock import canonical, current_environment, differences, parse_lock, read_lock
+from researchbench.benchmark.tasks.manifest import RecordedEnvironment, load_task
 from scoring_runs import Step, write_run
 
 LOCK = read_lock()

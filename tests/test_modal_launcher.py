@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from benchmark.launch.modal_runs import RemoteRun, RemoteRunSettings, run_remotely
+from researchbench.benchmark.launch.modal_runs import RemoteRun, RemoteRunSettings, run_remotely
 from conftest import run_cli
 
 

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from benchmark.plugins.manager import get_registry
-from benchmark.tasks.manifest import load_task
+from researchbench.benchmark.plugins.manager import get_registry
+from researchbench.benchmark.tasks.manifest import load_task
 from conftest import run_cli
 
 # task -> CPU minutes the script takes on one core (measured), for the timeout

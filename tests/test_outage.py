@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.common.errors import InfrastructureFailure
+from researchbench.benchmark.common.errors import InfrastructureFailure
 from conftest import journal_records, run_cli, run_inprocess
 from llm_server import UNAUTHORIZED, UNAVAILABLE, StubLLMServer, ok
 from test_engine import CRASH
@@ -102,7 +102,7 @@ def test_refused_credentials_abort_at_once(toy, tmp_path: Path, monkeypatch) -> 
 
 def test_run_end_hook_hears_of_an_aborted_run(toy, tmp_path: Path, monkeypatch) -> None:
     """Trackers close their run on an outage too: the hook gets the aborted summary with its cause."""
-    from benchmark.plugins.manager import get_registry, hookimpl
+    from researchbench.benchmark.plugins.manager import get_registry, hookimpl
 
     ended: list[dict] = []
 
@@ -180,7 +180,7 @@ class _ForkFailingMachine:
 
 
 def test_baseline_that_cannot_run_aborts_and_is_rerun_on_resume(toy, tmp_path: Path, monkeypatch) -> None:
-    from benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.plugins.manager import get_registry
 
     spec = get_registry().executors["local"]
     machines: list[_ForkFailingMachine] = []
@@ -209,7 +209,7 @@ def test_baseline_that_cannot_run_aborts_and_is_rerun_on_resume(toy, tmp_path: P
 
 
 def test_executor_that_cannot_start_jobs_aborts_then_resumes(toy, tmp_path: Path, monkeypatch) -> None:
-    from benchmark.executors.modal import backend as modal_backend
+    from researchbench.benchmark.executors.modal import backend as modal_backend
     from test_executor_modal import BWRAP
     from tests.modal_standin import StandInModal
 

@@ -13,8 +13,8 @@ import pytest
 
 from conftest import compose, journal_records
 
-from benchmark.contract.agent_api import Action, Agent, AgentSpec, Analysis, Proposal, StatelessPolicy
-from benchmark.records.journal import Node, NodeStore
+from researchbench.benchmark.contract.agent_api import Action, Agent, AgentSpec, Analysis, Proposal, StatelessPolicy
+from researchbench.benchmark.records.journal import Node, NodeStore
 
 
 @dataclasses.dataclass
@@ -66,9 +66,9 @@ def write_step(ctx, parents: list[Node], action: Action) -> Proposal:
 
 def run_agent(tmp_path: Path, agent: Callable[[], Agent], *overrides: str, display=None):
     """Run a test agent registered next to the built-ins; returns (summary, output lines, journal records)."""
-    from benchmark.plugins.manager import get_registry
-    from benchmark.run.config import register_configs
-    from benchmark.run.engine import run_benchmark
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.run.config import register_configs
+    from researchbench.benchmark.run.engine import run_benchmark
 
     base = get_registry()
     spec = AgentSpec(name="probe", config_class=ProbeConfig, build=lambda cfg, task: agent(), uses_llm=False)
@@ -125,7 +125,7 @@ def test_k8_with_budget_5_runs_exactly_5_experiments_all_at_once(toy, tmp_path: 
 
 
 def test_analyzer_reviews_each_executed_node_once_and_its_failures_cost_nothing(toy, tmp_path: Path) -> None:
-    from benchmark.llm.accounting import LLMCall
+    from researchbench.benchmark.llm.accounting import LLMCall
 
     seen: list[str] = []
 
@@ -194,10 +194,10 @@ def test_policy_crash_ends_the_search_with_its_traceback(toy, tmp_path: Path) ->
 
 
 def test_gpu_shortage_for_k_jobs_is_one_clear_line(toy, tmp_path: Path, monkeypatch) -> None:
-    from benchmark.common.errors import UserError
-    from benchmark.tasks.manifest import Resources
+    from researchbench.benchmark.common.errors import UserError
+    from researchbench.benchmark.tasks.manifest import Resources
 
-    import benchmark.run.engine as engine
+    import researchbench.benchmark.run.engine as engine
 
     real = engine.load_task
 
@@ -211,7 +211,7 @@ def test_gpu_shortage_for_k_jobs_is_one_clear_line(toy, tmp_path: Path, monkeypa
 
 
 def test_parallel_below_one_is_refused(toy, tmp_path: Path) -> None:
-    from benchmark.common.errors import UserError
+    from researchbench.benchmark.common.errors import UserError
 
     with pytest.raises(UserError, match="parallel=0"):
         run_agent(tmp_path, lambda: Agent(TreePolicy(), {"write": write_step}), "parallel=0")
@@ -221,7 +221,7 @@ def test_parallel_below_one_is_refused(toy, tmp_path: Path) -> None:
 def test_rich_view_shows_budget_jobs_best_and_cost() -> None:
     from rich.console import Console
 
-    from benchmark.run.display import ANALYZING, PROPOSING, RichDisplay, Stats
+    from researchbench.benchmark.run.display import ANALYZING, PROPOSING, RichDisplay, Stats
 
     console = Console(file=io.StringIO(), force_terminal=True, width=120)
     view = RichDisplay(console)
@@ -241,7 +241,7 @@ def test_rich_view_shows_budget_jobs_best_and_cost() -> None:
 
 
 def test_non_tty_output_is_plain_lines(monkeypatch) -> None:
-    from benchmark.run.display import Display, RichDisplay, make_display
+    from researchbench.benchmark.run.display import Display, RichDisplay, make_display
 
     monkeypatch.setattr("sys.stdout", io.StringIO())
     plain = make_display(None, quiet=False)
@@ -261,7 +261,7 @@ def test_non_tty_output_is_plain_lines(monkeypatch) -> None:
 def test_a_parallel_run_under_the_live_view(toy, tmp_path: Path) -> None:
     from rich.console import Console
 
-    from benchmark.run.display import RichDisplay
+    from researchbench.benchmark.run.display import RichDisplay
 
     console = Console(file=io.StringIO(), force_terminal=True, width=140)
     summary, lines, _ = run_agent(tmp_path, lambda: Agent(TreePolicy(), {"write": write_step}),

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.contract.agent_api import AGENT_API_VERSION
-from benchmark.plugins.manager import api_version_problem, load_failure
+from researchbench.benchmark.contract.agent_api import AGENT_API_VERSION
+from researchbench.benchmark.plugins.manager import api_version_problem, load_failure
 from conftest import FIXTURES, REPO, run_cli
 
 
 def test_every_hook_is_documented_with_its_exact_signature() -> None:
-    from benchmark.plugins.manager import HookSpecs
+    from researchbench.benchmark.plugins.manager import HookSpecs
 
     docs = (REPO / "docs" / "plugins.md").read_text()
     hooks = [name for name in vars(HookSpecs) if name.startswith("researchbench_")]
@@ -118,7 +118,7 @@ def test_plugin_agent_config_is_validated(plugin_site: Path) -> None:
 
 
 def test_a_raising_hook_is_skipped_not_fatal() -> None:
-    from benchmark.plugins.manager import get_registry, hookimpl
+    from researchbench.benchmark.plugins.manager import get_registry, hookimpl
 
     class Tracker:
         calls = 0

@@ -11,15 +11,15 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from agents.kit import operators, prompts
-from agents.kit.prompts import PromptConfig
-from benchmark.contract.agent_api import OpContext
-from benchmark.llm.accounting import LLMCall
-from benchmark.plugins.manager import get_registry
-from benchmark.records.journal import OK, Node
-from benchmark.tasks.environment import requirement_versions
-from benchmark.tasks.manifest import load_task
-from benchmark.tasks.noise import Measured, Noise, PhaseNoise, UnitFiles
+from researchbench.agents.kit import operators, prompts
+from researchbench.agents.kit.prompts import PromptConfig
+from researchbench.benchmark.contract.agent_api import OpContext
+from researchbench.benchmark.llm.accounting import LLMCall
+from researchbench.benchmark.plugins.manager import get_registry
+from researchbench.benchmark.records.journal import OK, Node
+from researchbench.benchmark.tasks.environment import requirement_versions
+from researchbench.benchmark.tasks.manifest import load_task
+from researchbench.benchmark.tasks.noise import Measured, Noise, PhaseNoise, UnitFiles
 from trees import Tree
 
 CFG = PromptConfig(data_preview=False)
@@ -256,7 +256,7 @@ def test_a_harness_outline_never_claims_an_earlier_prompt_showed_the_file(tmp_pa
 
 def test_search_replace_asks_for_whole_lines_in_its_rules_and_in_its_feedback() -> None:
     """Issue 27: blocks that quoted part of a line (a key of a one-line JSON file) failed with no hint why."""
-    from benchmark.edits import apply_edits, format_instructions
+    from researchbench.benchmark.edits import apply_edits, format_instructions
 
     assert "never part of a line" in format_instructions("search_replace")
     result = apply_edits('params.json\n<<<<<<< SEARCH\n"a": 1\n=======\n"a": 3\n>>>>>>> REPLACE\n',
@@ -335,7 +335,7 @@ def test_the_job_says_how_much_of_a_runs_output_comes_back(tmp_path) -> None:
 def test_the_improve_job_forbids_repeats_from_this_solution_only_and_invites_combining() -> None:
     """mcts and evolutionary answerers read "do not repeat an idea already tried" as forbidding a change that
     helped on a sibling branch, and kept the weaker code: only this solution's own tries are off limits."""
-    from agents.kit.prompts import JOBS
+    from researchbench.agents.kit.prompts import JOBS
 
     improve = JOBS["improve"]
     assert "already tried from this solution" in improve

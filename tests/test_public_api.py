@@ -12,7 +12,7 @@ import types
 import pytest
 
 import researchbench
-from benchmark.common.moved import deprecated_names
+from researchbench.benchmark.common.moved import deprecated_names
 from conftest import REPO
 
 DOC = (REPO / "docs" / "plugins.md").read_text()
@@ -61,8 +61,8 @@ def test_a_removed_name_warns_and_still_works_for_one_release():
 
 @pytest.mark.parametrize("name", ["improve", "debug"])
 def test_the_removed_agent_operators_answer_with_a_warning(name, monkeypatch):
-    operators = importlib.import_module("agents.kit.operators")
-    with pytest.warns(DeprecationWarning, match=f"agents.kit.operators.{name} is deprecated.*bind\\(cfg\\)\\['{name}'\\]"):
+    operators = importlib.import_module("researchbench.agents.kit.operators")
+    with pytest.warns(DeprecationWarning, match=f"researchbench.agents.kit.operators.{name} is deprecated.*bind\\(cfg\\)\\['{name}'\\]"):
         legacy = getattr(operators, name)
     seen = {}
     monkeypatch.setattr(operators, "edit", lambda ctx, parents, action, role, cfg: seen.update(role=role, cfg=cfg))
@@ -74,4 +74,4 @@ def test_the_removed_agent_operators_answer_with_a_warning(name, monkeypatch):
     assert seen["role"] == name and isinstance(seen["cfg"], operators.PromptConfig)
     assert (seen["cfg"].edit_format, seen["cfg"].memory_size, seen["cfg"].prompt_chars) == ("whole_file", 2, 60000)
     with pytest.warns(DeprecationWarning, match="use agents.kit.prompts.SYSTEM"):
-        assert operators.SYSTEM == importlib.import_module("agents.kit.prompts").SYSTEM
+        assert operators.SYSTEM == importlib.import_module("researchbench.agents.kit.prompts").SYSTEM

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.records.journal import Journal, Node, read_records
-from benchmark.records.kinds import (FORMAT, KINDS, Abandoned, Aborted, BadRecord, Checkpoint, Final, Finished, Header,
+from researchbench.benchmark.records.journal import Journal, Node, read_records
+from researchbench.benchmark.records.kinds import (FORMAT, KINDS, Abandoned, Aborted, BadRecord, Checkpoint, Final, Finished, Header,
                                      Pending, PolicyCrash, parse, parse_lines)
 
 FROZEN = Path(__file__).parent / "fixtures" / "journals" / "format0-openevolve-fairness.jsonl.gz"

@@ -57,7 +57,7 @@ CASES = [
 def test_a_recorded_strong_llm_run_replays_its_first_steps_offline(recording: str, agent: str, task: str,
                                                                     steps: int, overrides: list[str], calls: int,
                                                                     same_data: bool, tmp_path: Path) -> None:
-    from benchmark.records.journal import BlobStore
+    from researchbench.benchmark.records.journal import BlobStore
 
     _prepared(task)
     cache = tmp_path / "cache"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.common.safefs import UnsafeOutput, discard_tree, read_regular_file, remove_tree, tree_usage
-from benchmark.executors.output import CappedWriter
+from researchbench.benchmark.common.safefs import UnsafeOutput, discard_tree, read_regular_file, remove_tree, tree_usage
+from researchbench.benchmark.executors.output import CappedWriter
 
 CAP = 1024
 

@@ -254,7 +254,7 @@ def test_escalation_and_forged_outputs_are_contained(toy, tmp_path: Path) -> Non
     # nothing outside the nodes' own dirs changed; no scratch is left behind
     assert {p: _digest(p) for p in outside_before} == outside_before
     assert not (run_dir / "scratch").exists()
-    from benchmark.tasks.workspace import open_prepared
+    from researchbench.benchmark.tasks.workspace import open_prepared
 
     open_prepared(toy.spec)  # the workspace still verifies against its checksums
 
@@ -300,8 +300,8 @@ def probe_task(tmp_path: Path):
     """The toy task with an evaluator that reports its environment."""
     import shutil
 
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.workspace import prepare
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.workspace import prepare
 
     task_dir = tmp_path / "tasks" / "probe"
     shutil.copytree(REPO / "tests" / "fixtures" / "tasks" / "toy", task_dir)
@@ -311,8 +311,8 @@ def probe_task(tmp_path: Path):
 
 
 def test_evaluator_runs_sandboxed_without_secrets(probe_task, tmp_path: Path, monkeypatch) -> None:
-    from benchmark.executors import LocalExecutor, LocalExecutorConfig
-    from benchmark.run.experiment import run_phase
+    from researchbench.benchmark.executors import LocalExecutor, LocalExecutorConfig
+    from researchbench.benchmark.run.experiment import run_phase
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
     with LocalExecutor(LocalExecutorConfig(sandbox="auto")) as ex:
@@ -330,8 +330,8 @@ def test_evaluator_runs_sandboxed_without_secrets(probe_task, tmp_path: Path, mo
 
 def test_leftover_scratch_from_a_killed_run_does_not_block_the_next(toy, tmp_path: Path) -> None:
     """A run killed mid-step can leave a 5000-deep or chmod-000 tree; the re-run clears and goes on."""
-    from benchmark.executors import LocalExecutor, LocalExecutorConfig
-    from benchmark.run.experiment import run_phase
+    from researchbench.benchmark.executors import LocalExecutor, LocalExecutorConfig
+    from researchbench.benchmark.run.experiment import run_phase
 
     scratch = tmp_path / "scratch" / "0001"
     fd = os.open(tmp_path, os.O_RDONLY)
@@ -353,10 +353,10 @@ def test_leftover_scratch_from_a_killed_run_does_not_block_the_next(toy, tmp_pat
 
 def test_workspace_under_a_bound_system_dir_is_refused(tmp_path: Path) -> None:
     """Labels under /usr (a plausible shared install) would be readable by agent code: refuse to start."""
-    from benchmark.common.safefs import remove_tree
-    from benchmark.plugins.manager import get_registry
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.workspace import prepare
+    from researchbench.benchmark.common.safefs import remove_tree
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.workspace import prepare
     from test_executor_local import HAS_BWRAP
 
     if not HAS_BWRAP:

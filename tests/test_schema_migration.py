@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmark.authoring.task_check import FAIL, WARN
-from benchmark.tasks import schema
-from benchmark.tasks.manifest import SCHEMA_VERSION, load_task
+from researchbench.benchmark.authoring.task_check import FAIL, WARN
+from researchbench.benchmark.tasks import schema
+from researchbench.benchmark.tasks.manifest import SCHEMA_VERSION, load_task
 from conftest import FIXTURES, REPO, run_cli
 from task_kit import TASK_NAMES
 
@@ -96,7 +96,7 @@ NEW_RULES = ("description", "trivial")  # rows added with schema 2: the metric n
 
 
 def _rows(task: Path, **kwargs) -> dict[str, tuple[str, str]]:
-    from benchmark.authoring.task_check import check_task
+    from researchbench.benchmark.authoring.task_check import check_task
 
     report = check_task(task, skip=("prepare",), **kwargs)  # the manifest rows only: no data, no jobs
     return {row.name: (row.status, row.detail) for row in report.rows}

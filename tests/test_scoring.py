@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmark.common.errors import UserError
-from benchmark.scoring import comparisons, farbench, operators, process, tables
-from benchmark.scoring.normalize import achievement, fml_ni, unclipped
-from benchmark.scoring.ranges import manifest_range
-from benchmark.scoring.runs import MetricInfo, load_run
-from benchmark.scoring.selection import select_runs
-from benchmark.scoring.stats import bootstrap_ci, domain_balanced, mean_sem, paired
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.scoring import comparisons, farbench, operators, process, tables
+from researchbench.benchmark.scoring.normalize import achievement, fml_ni, unclipped
+from researchbench.benchmark.scoring.ranges import manifest_range
+from researchbench.benchmark.scoring.runs import MetricInfo, load_run
+from researchbench.benchmark.scoring.selection import select_runs
+from researchbench.benchmark.scoring.stats import bootstrap_ci, domain_balanced, mean_sem, paired
 from conftest import run_cli
 from scoring_runs import Step, write_run
 
@@ -249,7 +249,7 @@ def test_unfinished_runs_are_listed_as_not_scored_unless_asked(tmp_path: Path) -
 
 
 def test_run_page_tree_survives_a_deep_debug_chain(tmp_path: Path) -> None:
-    from benchmark.scoring.report import run_html
+    from researchbench.benchmark.scoring.report import run_html
 
     steps = [Step("0000", "baseline", "ok", 10.0)]
     steps += [Step(f"{i:04d}", "debug", "buggy", None, [f"{i - 1:04d}"]) for i in range(1, 1500)]

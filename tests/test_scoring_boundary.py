@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.records.journal import OK, BlobStore, Journal, Node
-from benchmark.records.kinds import Checkpoint, Finished
-from benchmark.run.display import Display
+from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+from researchbench.benchmark.records.journal import OK, BlobStore, Journal, Node
+from researchbench.benchmark.records.kinds import Checkpoint, Finished
+from researchbench.benchmark.run.display import Display
 from conftest import MetricsAddedAfterEvaluation
 
 
 def test_non_finite_secondary_metrics_never_reach_the_journal(toy, tmp_path: Path) -> None:
-    from benchmark.run.worker import StepRunner
+    from researchbench.benchmark.run.worker import StepRunner
 
     spec = toy.spec
     with LocalExecutor(LocalExecutorConfig()) as real:

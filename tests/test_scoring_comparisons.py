@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from benchmark.common.errors import UserError
-from benchmark.scoring import comparisons, tables
-from benchmark.scoring.selection import select_runs
-from benchmark.scoring.stats import pairs_for_power
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.scoring import comparisons, tables
+from researchbench.benchmark.scoring.selection import select_runs
+from researchbench.benchmark.scoring.stats import pairs_for_power
 from conftest import run_cli
 from scoring_runs import Step, write_run
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmark.common.errors import UserError
-from benchmark.scoring.embeddings import EmbeddingUnavailable, Embedder, embed_runs, pooled
-from benchmark.scoring.pipeline import Options, score
-from benchmark.scoring.selection import select_runs
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.scoring.embeddings import EmbeddingUnavailable, Embedder, embed_runs, pooled
+from researchbench.benchmark.scoring.pipeline import Options, score
+from researchbench.benchmark.scoring.selection import select_runs
 from scoring_runs import build_tiny_roberta, write_run
 from test_scoring import golden_steps
 

@@ -107,7 +107,7 @@ def test_without_mlflow_one_line_names_the_extra(tmp_path: Path, monkeypatch, ca
 
 
 def test_metric_names_mlflow_accepts() -> None:
-    from benchmark.scoring.mlflow_export import metric_name
+    from researchbench.benchmark.scoring.mlflow_export import metric_name
 
     assert metric_name("pass@0.5 (val on test anchors)") == "pass_at_0.5_val_on_test_anchors"
     assert metric_name("FA (val on test anchors)") == "FA_val_on_test_anchors"

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from scoring_runs import Step, write_run
 
-from benchmark.scoring import noise_gap
-from benchmark.scoring.pipeline import Options, score
-from benchmark.scoring.runs import load_run
-from benchmark.tasks.manifest import load_task
+from researchbench.benchmark.scoring import noise_gap
+from researchbench.benchmark.scoring.pipeline import Options, score
+from researchbench.benchmark.scoring.runs import load_run
+from researchbench.benchmark.tasks.manifest import load_task
 
 REPO = Path(__file__).resolve().parents[1]
 NOISE = {"unit": "images", "method": "half-samples of the images", "version": "1",

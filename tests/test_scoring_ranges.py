@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmark.scoring import process, tables
-from benchmark.scoring.normalize import fml_ni
-from benchmark.scoring.ranges import FML_RANGE_META, UNMAPPED, fml_row, manifest_range, resolve
-from benchmark.scoring.runs import MetricInfo, load_run
-from benchmark.tasks.manifest import load_task
+from researchbench.benchmark.scoring import process, tables
+from researchbench.benchmark.scoring.normalize import fml_ni
+from researchbench.benchmark.scoring.ranges import FML_RANGE_META, UNMAPPED, fml_row, manifest_range, resolve
+from researchbench.benchmark.scoring.runs import MetricInfo, load_run
+from researchbench.benchmark.tasks.manifest import load_task
 from scoring_runs import Step, write_run
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.scoring.export import export_run
-from benchmark.scoring.pipeline import Options, score
+from researchbench.benchmark.scoring.export import export_run
+from researchbench.benchmark.scoring.pipeline import Options, score
 from conftest import FIXTURES, HANG_TIMEOUT_S, journal_records, run_cli, run_inprocess
 from scoring_runs import write_run
 from test_scoring import golden_steps
@@ -166,7 +166,7 @@ def test_the_run_pages_chart_is_matplotlibs_with_axes_and_the_profile_skips_miss
     pytest.importorskip("matplotlib")
     import numpy as np
 
-    from benchmark.scoring.plots import profile_fractions
+    from researchbench.benchmark.scoring.plots import profile_fractions
 
     for agent, task, test in (("aide", "toy", 5.0), ("aide", "toy2", 5.0), ("greedy", "toy", 5.0)):
         write_run(tmp_path / "results", agent, task, 0, golden_steps(), baseline_test=12.0, best_test=test)
@@ -191,8 +191,8 @@ def test_tables_md_splits_the_wide_groups_table_and_groups_csv_keeps_it_whole(tm
     9 value columns, each repeating the group keys, the headline's part first; groups.csv has every column."""
     import pandas as pd
 
-    from benchmark.scoring.keys import GROUP_KEYS
-    from benchmark.scoring.tables import GROUP_PART_VALUES
+    from researchbench.benchmark.scoring.keys import GROUP_KEYS
+    from researchbench.benchmark.scoring.tables import GROUP_PART_VALUES
 
     for seed in (0, 1):
         write_run(tmp_path / "results", "aide", "toy", seed, golden_steps(), baseline_test=12.0, best_test=5.0)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from benchmark.common.errors import UserError
-from benchmark.scoring import comparisons, tables
-from benchmark.scoring.keys import llm_source, uses_llm
-from benchmark.scoring.selection import select_runs
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.scoring import comparisons, tables
+from researchbench.benchmark.scoring.keys import llm_source, uses_llm
+from researchbench.benchmark.scoring.selection import select_runs
 from conftest import run_cli
 from scoring_runs import Step, write_run
 from test_scoring import golden_steps

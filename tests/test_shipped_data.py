@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.executors.local import sandbox
-from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.run.experiment import phase_job
-from benchmark.tasks.shipped_data import shipped_data_paths
+from researchbench.benchmark.executors.local import sandbox
+from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+from researchbench.benchmark.run.experiment import phase_job
+from researchbench.benchmark.tasks.shipped_data import shipped_data_paths
 
 PROBE = """
 import gzip, sys

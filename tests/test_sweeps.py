@@ -15,7 +15,7 @@ from conftest import compose, run_cli, run_inprocess
 
 
 def _prevalidate(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int | None, str]:
-    from benchmark.cli import prevalidate
+    from researchbench.benchmark.cli import prevalidate
 
     compose("task=toy")  # registers the plugin configs, as run_agent_benchmark.py does
     try:
@@ -62,7 +62,7 @@ def test_the_readme_sweep_without_a_key_runs_nothing(toy, tmp_path: Path) -> Non
 
 
 def test_multirun_cfg_job_and_config_dir(toy, tmp_path: Path, capsys) -> None:
-    from benchmark.launch.sweep import print_job_configs
+    from researchbench.benchmark.launch.sweep import print_job_configs
 
     extra = tmp_path / "conf" / "agent"
     extra.mkdir(parents=True)
@@ -70,7 +70,7 @@ def test_multirun_cfg_job_and_config_dir(toy, tmp_path: Path, capsys) -> None:
     code, _ = _prevalidate(["--config-dir", str(tmp_path / "conf"), "-m", "agent=patient,optuna", "task=toy",
                             "--cfg", "job", "-p", "agent"], capsys)
     assert code is None
-    from benchmark.cli import prevalidate
+    from researchbench.benchmark.cli import prevalidate
 
     invocation = prevalidate(["--config-dir", str(tmp_path / "conf"), "-m", "agent=patient,optuna", "task=toy",
                               "--cfg", "job", "-p", "agent"])
@@ -138,7 +138,7 @@ def test_compact_view_shows_one_line_per_run_and_logs_the_rest(toy, tmp_path: Pa
 def test_labelled_output_labels_stdout_stderr_and_logging(tmp_path: Path, capsys) -> None:
     import logging
 
-    from benchmark.launch.sweep_output import labelled_output
+    from researchbench.benchmark.launch.sweep_output import labelled_output
 
     handler = logging.StreamHandler(sys.stderr)
     logger = logging.getLogger("test_sweeps.labelled")
@@ -165,7 +165,7 @@ def test_labelled_output_labels_stdout_stderr_and_logging(tmp_path: Path, capsys
 @pytest.mark.parametrize("setting, jobs, view", [("auto", 2, "lines"), ("auto", 8, "compact"),
                                                  ("lines", 50, "lines"), ("compact", 2, "compact")])
 def test_the_view_a_sweep_gets(setting: str, jobs: int, view: str) -> None:
-    from benchmark.launch.sweep_output import chosen_view
+    from researchbench.benchmark.launch.sweep_output import chosen_view
 
     assert chosen_view(setting, jobs) == view
 
@@ -173,8 +173,8 @@ def test_the_view_a_sweep_gets(setting: str, jobs: int, view: str) -> None:
 def test_the_view_leaves_run_ids_and_config_groups_as_they_were(toy) -> None:
     from omegaconf import OmegaConf
 
-    from benchmark.run.config import default_run_id
-    from benchmark.scoring.keys import config_label
+    from researchbench.benchmark.run.config import default_run_id
+    from researchbench.benchmark.scoring.keys import config_label
 
     compact, default = compose("task=toy", "sweep_view=compact"), compose("task=toy")
     assert default_run_id(compact) == default_run_id(default)
@@ -247,7 +247,7 @@ def test_a_sweeps_folder_scores_exactly_its_runs(toy, tmp_path: Path, capsys) ->
 def test_the_sweep_table_is_drawn_by_rich_without_markup_or_cut_paths() -> None:
     """Issue 26 (new user 6): rich draws the table (right-aligned numbers, a rule under the heading); a cause
     quoting agent text stays literal, a long path is neither wrapped nor cut."""
-    from benchmark.launch.sweep_table import COLUMNS, render
+    from researchbench.benchmark.launch.sweep_table import COLUMNS, render
 
     where = "/results/" + "x" * 300 + "/run (aborted: [bold red]boom[/] \x1b[2J)"
     text = render([("aide", "toy", "0", "0.5", "0.25", "0.71", "$0.00", where),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmark.authoring.task_check import FAIL, PASS, SKIP, WARN, check_task
+from researchbench.benchmark.authoring.task_check import FAIL, PASS, SKIP, WARN, check_task
 from tests.conftest import FIXTURES, run_cli
 
 LINE = FIXTURES / "check_tasks" / "line"
@@ -174,11 +174,11 @@ def test_cli_exit_codes_and_failing_checks_named(tmp_path: Path) -> None:
 
 def test_probe_reports_a_visible_label_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Bypass the harness's own exposure check: bind the labels into the val phase and let the probe see them."""
-    from benchmark.authoring.task_check import probe_val_phase
-    from benchmark.executors.local import LocalExecutor
-    from benchmark.run import experiment
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.workspace import prepare
+    from researchbench.benchmark.authoring.task_check import probe_val_phase
+    from researchbench.benchmark.executors.local import LocalExecutor
+    from researchbench.benchmark.run import experiment
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.workspace import prepare
 
     prepared = prepare(load_task(copy_task(tmp_path)), root=tmp_path / "ws", log=lambda _: None)
     real_phase_job = experiment.phase_job
@@ -187,7 +187,7 @@ def test_probe_reports_a_visible_label_path(tmp_path: Path, monkeypatch: pytest.
         job = real_phase_job(prepared_, phase, scratch, timeout_s, owned, seed)
         return type(job)(**{**job.__dict__, "readonly": (*job.readonly, prepared_.labels_dir), "hidden": ()})
 
-    monkeypatch.setattr("benchmark.authoring.task_check.phase_job", leaky_phase_job)
+    monkeypatch.setattr("researchbench.benchmark.authoring.task_check.phase_job", leaky_phase_job)
     with LocalExecutor() as executor:
         report = probe_val_phase(prepared, executor, tmp_path / "scratch")
     assert f"{prepared.labels_dir} is visible" in report["findings"]

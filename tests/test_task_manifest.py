@@ -14,8 +14,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from benchmark.common.errors import UserError
-from benchmark.tasks.manifest import PLACEHOLDERS, load_task, render
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.tasks.manifest import PLACEHOLDERS, load_task, render
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -249,8 +249,8 @@ def test_a_description_states_its_budget_through_placeholders_rendered_from_the_
 
 def test_the_runs_budget_overrides_cover_every_budget_field() -> None:
     """The manifest's Budget lists the fields once; the run's overrides (a Hydra schema) must name each."""
-    from benchmark.run.config import BudgetConfig
-    from benchmark.tasks.manifest import BUDGET_FIELDS
+    from researchbench.benchmark.run.config import BudgetConfig
+    from researchbench.benchmark.tasks.manifest import BUDGET_FIELDS
 
     assert set(BUDGET_FIELDS) <= {f.name for f in fields(BudgetConfig)}
 
@@ -277,7 +277,7 @@ def test_optional_record_fields_load_and_are_checked(tmp_path):
 
     import yaml
 
-    from benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.manifest import load_task
 
     src = Path(__file__).parent / "fixtures" / "tasks" / "toy"
     task = tmp_path / "toy"
@@ -320,7 +320,7 @@ def test_seed_placeholder_carries_the_runs_seed(toy, tmp_path):
     """A phase that asks for {seed} gets the run's seed, as a plain argument."""
     from dataclasses import replace
 
-    from benchmark.run.experiment import phase_job
+    from researchbench.benchmark.run.experiment import phase_job
 
     spec = replace(toy.spec, phases={**toy.spec.phases, "val": ("{python}", "driver.py", "--seed", "{seed}")})
     job = phase_job(replace(toy, spec=spec), "val", tmp_path / "scratch" / "0001", 5.0, seed=7)
@@ -330,7 +330,7 @@ def test_seed_placeholder_carries_the_runs_seed(toy, tmp_path):
 def test_every_built_in_description_states_its_budget_only_through_placeholders() -> None:
     """A run with other limits must read its own numbers: no description types the manifest's step limit or
     experiment count (the numbers a run's overrides change), and each states its step limit."""
-    from benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.plugins.manager import get_registry
 
     built_in = Path(__file__).resolve().parents[1] / "ml_tasks"
     for name, path in sorted(get_registry().tasks.items()):

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.authoring.task_template import create_task, templates
-from benchmark.common.errors import UserError
-from benchmark.tasks.manifest import load_task
+from researchbench.benchmark.authoring.task_template import create_task, templates
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.tasks.manifest import load_task
 from tests.conftest import run_cli
 
 
@@ -52,7 +52,7 @@ def test_existing_folder_registered_name_and_unknown_template_are_refused(tmp_pa
 def _template_module(rel: str):
     import importlib.util
 
-    from benchmark.authoring.task_template import TEMPLATES_DIR
+    from researchbench.benchmark.authoring.task_template import TEMPLATES_DIR
 
     spec = importlib.util.spec_from_file_location(f"tabular_{Path(rel).stem}", TEMPLATES_DIR / "tabular" / rel)
     module = importlib.util.module_from_spec(spec)

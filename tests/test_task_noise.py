@@ -17,10 +17,10 @@ from conftest import run_cli
 from task_kit import TASK_NAMES
 from test_task_manifest import VALID, expect_error, write_task
 
-from benchmark.authoring.half_sample import half_sample, units_of
-from benchmark.authoring.noise_block import write_block
-from benchmark.tasks.manifest import load_task
-from benchmark.tasks.noise import Noise, UnitFiles, noise_fact, sd_text
+from researchbench.benchmark.authoring.half_sample import half_sample, units_of
+from researchbench.benchmark.authoring.noise_block import write_block
+from researchbench.benchmark.tasks.manifest import load_task
+from researchbench.benchmark.tasks.noise import Noise, UnitFiles, noise_fact, sd_text
 
 REPO = Path(__file__).resolve().parents[1]
 BUILT_IN = TASK_NAMES  # a GPU-scale variant's noise is measured on a GPU (tests/test_gpu_suite.py)

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import task_runtime as rt
-from task_runtime.effects import evaluate_effects
+import researchbench.task_runtime as rt
+from researchbench.task_runtime.effects import evaluate_effects
 
 REPO = Path(__file__).resolve().parents[1]
 RUNTIME = REPO / "task_runtime"
@@ -191,7 +191,7 @@ def test_evaluator_main_removes_stale_metrics_and_reports_one_line(tmp_path: Pat
 
 def test_prompts_list_the_runtime_names_a_driver_imports() -> None:
     """An agent reading a driver sees what each imported runtime name does (agents/kit/runtime_api.py)."""
-    from agents.kit.runtime_api import runtime_api
+    from researchbench.agents.kit.runtime_api import runtime_api
 
     driver = "from task_runtime import read_params, DriverError\nfrom task_runtime.effects import pehe_scores\n"
     text = runtime_api([driver, "import numpy\n"])

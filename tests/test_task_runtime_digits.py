@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from task_runtime import DriverError
-from task_runtime.datasets import prepare_main, stratified_split, write_tables
-from task_runtime.digits import PIXELS, digit_images, digit_pixels, on_canvas, scaled_pixels
-from task_runtime.rowwise import CHUNK, predict_per_row
+from researchbench.task_runtime import DriverError
+from researchbench.task_runtime.datasets import prepare_main, stratified_split, write_tables
+from researchbench.task_runtime.digits import PIXELS, digit_images, digit_pixels, on_canvas, scaled_pixels
+from researchbench.task_runtime.rowwise import CHUNK, predict_per_row
 
 IDS = np.arange(100, 200)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.plugins import get_registry
-from benchmark.tasks.suites import load_suites, suite_tasks
+from researchbench.benchmark.plugins import get_registry
+from researchbench.benchmark.tasks.suites import load_suites, suite_tasks
 
 REPO = Path(__file__).resolve().parents[1]
 BUILTIN = {p.parent.name for p in (REPO / "ml_tasks").glob("*/task.yaml")}
@@ -24,14 +24,14 @@ def test_suites_name_only_existing_tasks() -> None:
 @pytest.mark.slow
 def test_requirements_install_together_without_cuda_wheels() -> None:
     """Needs PyPI: `pip install --dry-run --report` of every built-in task's requirements together."""
-    from benchmark.tasks.requirements_check import builtin_specs, dry_run, offenders, union, _installed_torch
+    from researchbench.benchmark.tasks.requirements_check import builtin_specs, dry_run, offenders, union, _installed_torch
 
     plain, no_deps = union(builtin_specs())
     assert offenders(dry_run(plain) + dry_run(no_deps, no_deps=True), _installed_torch()) == []
 
 
 def test_requirements_offenders_are_recognised() -> None:
-    from benchmark.tasks.requirements_check import offenders
+    from researchbench.benchmark.tasks.requirements_check import offenders
 
     found = offenders([("nvidia_cudnn-cu12", "9"), ("Triton", "3"), ("torch", "2.5.0"), ("numpy", "2"),
                        ("torch", "2.13.0+cpu")], "2.13.0+cpu")

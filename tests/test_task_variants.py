@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmark.common.errors import UserError
-from benchmark.tasks.manifest import load_task
-from benchmark.tasks.workspace import prepare
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.tasks.manifest import load_task
+from researchbench.benchmark.tasks.workspace import prepare
 
 TOY = Path(__file__).resolve().parent / "fixtures" / "tasks" / "toy"
 
@@ -95,9 +95,9 @@ def test_a_variant_of_a_variant_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_gpu_variants_cpu_fallback_is_its_code_on_the_base_lite_data(tmp_path: Path) -> None:
-    from benchmark.authoring.task_check import check_task
-    from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-    from benchmark.tasks.variants import cpu_fallback
+    from researchbench.benchmark.authoring.task_check import check_task
+    from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+    from researchbench.benchmark.tasks.variants import cpu_fallback
 
     folder = _variant(tmp_path, {"name": "toy_big", "version": "1.0.0", "resources": {"gpus": 1},
                                  "prepare": ["{python}", "{task_dir}/prepare.py", "{workspace}", "--big"],

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.records import owner
+from researchbench.benchmark.records import owner
 from browser import CHROMIUM, Browser
 from viewer_kit import CONTROL, HOSTILE_PLAN, XSS, append_node, finished_runs, live_run, served
 

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from benchmark.records import owner
-from benchmark.viewer import main
-from benchmark.viewer.app import create_app
-from benchmark.viewer.catalog import Catalog
-from benchmark.viewer.files import Results
-from benchmark.viewer.journal_view import JournalView
-from benchmark.viewer.security import CSP
-from benchmark.viewer.status import derive
+from researchbench.benchmark.records import owner
+from researchbench.benchmark.viewer import main
+from researchbench.benchmark.viewer.app import create_app
+from researchbench.benchmark.viewer.catalog import Catalog
+from researchbench.benchmark.viewer.files import Results
+from researchbench.benchmark.viewer.journal_view import JournalView
+from researchbench.benchmark.viewer.security import CSP
+from researchbench.benchmark.viewer.status import derive
 from conftest import FIXTURES, finished_at_least, kill_run_when
 from viewer_kit import CONTROL, XSS, append_node, finished_runs, live_run, served
 
@@ -127,9 +127,9 @@ def test_compare_and_its_best_diffs(client: TestClient) -> None:
 
 
 def test_the_leaderboard_page_is_scorings_leaderboard_over_the_recordings() -> None:
-    from benchmark.plugins.manager import get_registry
-    from benchmark.scoring.leaderboard import entries
-    from benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.scoring.leaderboard import entries
+    from researchbench.benchmark.tasks.manifest import load_task
 
     recorded = Path(__file__).resolve().parents[1] / "examples" / "recorded"
     page = TestClient(create_app(recorded)).get("/leaderboard")

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmark.common.errors import UserError
-from benchmark.tasks import lock as lock_module
-from benchmark.tasks import workspace as ws
-from benchmark.tasks.manifest import Requirement, TaskSpec, load_task
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.tasks import lock as lock_module
+from researchbench.benchmark.tasks import workspace as ws
+from researchbench.benchmark.tasks.manifest import Requirement, TaskSpec, load_task
 from conftest import HANG_TIMEOUT_S
 
 REPO = Path(__file__).resolve().parents[1]

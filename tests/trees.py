@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmark.records.journal import BUGGY, EDIT_FAILED, OK, BlobStore, Node, NodeStore
-from benchmark.tasks.manifest import Metric
+from researchbench.benchmark.records.journal import BUGGY, EDIT_FAILED, OK, BlobStore, Node, NodeStore
+from researchbench.benchmark.tasks.manifest import Metric
 
 
 class Tree:

@@ -1,5 +1,5 @@
 """What the viewer tests share: a results folder with finished, hostile and live runs, and the viewer served
-the way a user starts it (`python -m benchmark.viewer RESULTS --port 0 --no-browser`)."""
+the way a user starts it (`python -m researchbench view RESULTS --port 0 --no-browser`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from benchmark.records.journal import BlobStore, Journal, Node, write_json_atomic
-from benchmark.records.kinds import Checkpoint, Finished, Pending
+from researchbench.benchmark.records.journal import BlobStore, Journal, Node, write_json_atomic
+from researchbench.benchmark.records.kinds import Checkpoint, Finished, Pending
 from conftest import HANG_TIMEOUT_S, REPO
 from scoring_runs import Step, write_run
 from test_scoring import golden_steps
@@ -63,7 +63,7 @@ def append_node(run_dir: Path, node_id: str, parent: str, primary: float, plan: 
 def served(results: Path, *args: str) -> Iterator[str]:
     """The viewer as a user starts it, on a free port; yields its address. Stopped with Ctrl-C (SIGINT),
     after which it must exit 0."""
-    proc = subprocess.Popen([sys.executable, "-m", "benchmark.viewer", str(results), "--port", "0", "--no-browser",
+    proc = subprocess.Popen([sys.executable, "-m", "researchbench.benchmark.viewer", str(results), "--port", "0", "--no-browser",
                              *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     try:

@@ -15,14 +15,12 @@ import json
 import re
 from typing import Any, Callable, Sequence
 
-from agents.kit import prompts
-from agents.kit.prompts import PromptConfig
-from agents.kit.text import Section, assemble, diff_stats, head_lines, middle, summarize
-from agents.kit.tree import path_to_root
-from benchmark.common.moved import deprecated_names
-from benchmark.contract.agent_api import Action, Analysis, Analyzer, OpContext, Operator, Proposal
-from benchmark.edits import apply_edits
-from benchmark.records.journal import BASELINE_ID, OK, Node
+from researchbench.agents.kit import prompts
+from researchbench.agents.kit.prompts import PromptConfig
+from researchbench.agents.kit.text import Section, assemble, diff_stats, head_lines, middle, summarize
+from researchbench.agents.kit.tree import path_to_root
+from researchbench.benchmark.common.moved import deprecated_names
+from researchbench import BASELINE_ID, OK, Action, Analysis, Analyzer, Node, OpContext, Operator, Proposal, apply_edits
 
 EDIT_ROLES = ("draft", "improve", "debug", "crossover")
 

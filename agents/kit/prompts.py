@@ -3,7 +3,7 @@
 What a strong LLM asked for, and where it lives: numbers instead of words for limits (`setup`), the
 latest attempts (and the best) with what each changed, every metric and the start and end of their
 output (`attempts`), what was already tried from the solution being edited (`solution_section`),
-tracebacks kept whole where they fit (`text.tail_lines`), a data preview (`benchmark.tasks.data_preview`),
+tracebacks kept whole where they fit (`text.tail_lines`), a data preview (`researchbench.benchmark.tasks.data_preview`),
 harness files in full where the prompt has room, else outlined (`harness`), and a character budget that shrinks
 the least important sections first (`text.assemble`).
 """
@@ -14,16 +14,15 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agents.kit.runtime_api import runtime_api
-from agents.kit.text import Section, diff_stats, fold_repeats, head_and_tail, head_lines, middle, outline_python, summarize, tail_lines
-from benchmark.common.domains import domain
-from benchmark.edits import FORMATS
-from benchmark.records.journal import OK, Node
-from benchmark.tasks.data_preview import preview
-from benchmark.tasks.noise import noise_fact
+from researchbench.agents.kit.runtime_api import runtime_api
+from researchbench.agents.kit.text import Section, diff_stats, fold_repeats, head_and_tail, head_lines, middle, outline_python, summarize, tail_lines
+from researchbench import OK, Node, domain
+from researchbench.benchmark.edits import FORMATS
+from researchbench.benchmark.tasks.data_preview import preview
+from researchbench.benchmark.tasks.noise import noise_fact
 
 if TYPE_CHECKING:
-    from benchmark.contract.agent_api import OpContext
+    from researchbench.benchmark.contract.agent_api import OpContext
 
 SYSTEM = (
     "You are an experienced machine-learning researcher improving a research codebase through experiments. "
@@ -415,7 +414,7 @@ def _tried_from(ctx: OpContext, node: Node) -> str:
 
 
 def job_section(ctx: OpContext, role: str, cfg: PromptConfig, parent: Node, job: str | None = None) -> Section:
-    from benchmark.edits import format_instructions
+    from researchbench.benchmark.edits import format_instructions
 
     job = job or JOBS[role].format(metric=ctx.task.metric.name, reason=parent.bug_reason or "error")
     shown = (f"\n\nWhat your run prints comes back to you cut to about {cfg.output_tail_chars} characters per stream "

@@ -12,7 +12,7 @@ from typing import Iterable
 def imported_names(source: str) -> list[tuple[str, str]]:
     """(module, name) for each name a Python source imports from task_runtime or one of its modules;
     a plain `import task_runtime` stands for every public name."""
-    import task_runtime  # here, not at the top: it loads pandas, which a failing preflight never needs
+    import researchbench.task_runtime as task_runtime  # here, not at the top: it loads pandas, which a failing preflight never needs
 
     try:
         tree = ast.parse(source)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmark.contract.agent_api import Action
-from benchmark.records.journal import BASELINE_ID, Node, NodeStore
+from researchbench import BASELINE_ID, Action, Node, NodeStore
 
 ROOT = BASELINE_ID  # the baseline node every run starts from: the root of every search tree
 

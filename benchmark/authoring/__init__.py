@@ -3,5 +3,5 @@
 `leak_probe`, which is copied into a job as a script); `setup.py --measure-noise` measures the val/test sizes
 and the baseline's noise for the manifest's `noise` block (`noise_measure`, `half_sample`, `noise_block`).
 
-May import: `benchmark.run` (the code path real runs use) and everything below it.
+May import: `researchbench.benchmark.run` (the code path real runs use) and everything below it.
 """

@@ -36,11 +36,11 @@ from typing import Callable
 
 import numpy as np
 
-from benchmark.common.errors import UserError
-from benchmark.common.paths import REPO_ROOT
-from benchmark.executors.local.sandbox import THREAD_ENV
-from benchmark.tasks.manifest import TaskSpec, load_task
-from benchmark.tasks.noise import UnitFiles
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.executors.local.sandbox import THREAD_ENV
+from researchbench.benchmark.tasks.manifest import TaskSpec, load_task
+from researchbench.benchmark.tasks.noise import UnitFiles
 
 Evaluate = Callable[[str, Path, Path], dict]
 Unit = tuple[str, ...]
@@ -225,7 +225,7 @@ def in_child(spec: TaskSpec, phase: str, labels_dir: Path, outputs_dir: Path, dr
     env = {**os.environ, **dict.fromkeys(THREAD_ENV, str(spec.evaluation.cpus)), "OMP_WAIT_POLICY": "PASSIVE",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
     try:
-        done = subprocess.run([sys.executable, "-m", "benchmark.authoring.half_sample", json.dumps(args)], env=env,
+        done = subprocess.run([sys.executable, "-m", "researchbench.benchmark.authoring.half_sample", json.dumps(args)], env=env,
                               cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise UserError(f"{spec.name}: half-sampling the {phase} set took over {timeout_s:g} s; use fewer --draws") from None

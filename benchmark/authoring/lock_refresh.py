@@ -8,7 +8,7 @@ CHANGELOG must move together, or records and runs stop meaning what they say.
    harness with every extra and every built-in task's requirements, unpinned; its `pip freeze` is the new
    lock (requirements/lock.txt).
 2. measure: that environment's Python re-runs every task's baseline record (each recorded seed, val and
-   test, through the sandbox, in a fresh workspace) — `python -m benchmark.authoring.lock_refresh
+   test, through the sandbox, in a fresh workspace) — `python -m researchbench.benchmark.authoring.lock_refresh
    --measure TASK` — and prints the scores with the environment they were measured under.
 3. record: each task.yaml's `baseline:` block gets the new scores and environment; a task whose scores
    moved beyond `--check`'s tolerance gets a minor version bump; CHANGELOG.md gets one line per change.
@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from benchmark.common.errors import UserError
-from benchmark.common.paths import REPO_ROOT
-from benchmark.tasks.lock import LOCK_PATH, Lock, canonical, parse_lock, read_lock, this_platform
-from benchmark.tasks.manifest import TaskSpec, load_task
-from benchmark.tasks.requirements_check import builtin_specs, union
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.tasks.lock import LOCK_PATH, Lock, canonical, parse_lock, read_lock, this_platform
+from researchbench.benchmark.tasks.manifest import TaskSpec, load_task
+from researchbench.benchmark.tasks.requirements_check import builtin_specs, union
 
 EXTRAS = "test,metrics,tracking"  # test pulls modal and sweeps: every extra the project has
 RECORD_REL_TOL, RECORD_ABS_TOL = 1e-4, 1e-9  # what `setup.py --check` accepts as "reproduces"
@@ -78,12 +78,12 @@ def resolve(venv_dir: Path, torch: str, log=print) -> str:
 
 def measure(name: str) -> dict:
     """Every recorded seed's val and test score of one task's baseline, here, in a fresh workspace."""
-    from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-    from benchmark.plugins.manager import get_registry
-    from benchmark.run.experiment import run_phase
-    from benchmark.tasks.environment import requirement_versions
-    from benchmark.tasks.lock import current_environment
-    from benchmark.tasks.workspace import prepare
+    from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.run.experiment import run_phase
+    from researchbench.benchmark.tasks.environment import requirement_versions
+    from researchbench.benchmark.tasks.lock import current_environment
+    from researchbench.benchmark.tasks.workspace import prepare
 
     spec = load_task(get_registry().tasks[name])
     if spec.baseline is None:
@@ -105,7 +105,7 @@ def measure(name: str) -> dict:
 
 
 def _measure_in(python: str, name: str) -> dict:
-    proc = subprocess.run([python, "-m", "benchmark.authoring.lock_refresh", "--measure", name],
+    proc = subprocess.run([python, "-m", "researchbench.benchmark.authoring.lock_refresh", "--measure", name],
                           capture_output=True, text=True, cwd=REPO_ROOT)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) == 2 and argv[0] == "--measure":  # the measuring half, run by the new environment's Python
         print(json.dumps(measure(argv[1])))
         return 0
-    raise SystemExit("usage: python -m benchmark.authoring.lock_refresh --measure TASK "
+    raise SystemExit("usage: python -m researchbench.benchmark.authoring.lock_refresh --measure TASK "
                      "(the whole refresh: python setup.py --refresh-lock)")
 
 

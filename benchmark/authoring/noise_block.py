@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from benchmark.common.errors import UserError
-from benchmark.common.safefs import write_text_atomic
-from benchmark.tasks.noise import Noise, PhaseNoise
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.safefs import write_text_atomic
+from researchbench.benchmark.tasks.noise import Noise, PhaseNoise
 
 HEADER = ("# Measurement noise (docs/tasks.md): `unit` and `units` are the author's; `measured`, `val` and `test`\n"
           "# are written by `python setup.py --measure-noise {task}` (never by hand).\n")

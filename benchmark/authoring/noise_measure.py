@@ -1,7 +1,7 @@
 """`python setup.py --measure-noise <task>`: measure what the manifest's `noise` block states.
 
 The baseline's val and test phases run once per seed through the code path a run uses
-(`benchmark.run.experiment.run_phase` in the local sandbox), which gives the seed-to-seed sd. The first
+(`researchbench.benchmark.run.experiment.run_phase` in the local sandbox), which gives the seed-to-seed sd. The first
 seed's predictions (what the evaluator was handed) are then re-scored on half-samples of the units
 (`half_sample`), which gives the sampling sd: a deterministic baseline's seed sd is 0 and says nothing
 about how much a score moves with the set it is measured on, which is what selection on val is exposed to.
@@ -17,15 +17,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from benchmark.authoring.half_sample import in_child, units_of
-from benchmark.authoring.task_check import default_executor
-from benchmark.common.errors import UserError
-from benchmark.common.safefs import discard_tree
-from benchmark.executors.base import Executor
-from benchmark.run.experiment import run_phase
-from benchmark.tasks.manifest import TaskSpec, load_task
-from benchmark.tasks.noise import Measured, Noise, PhaseNoise
-from benchmark.tasks.workspace import PreparedTask, prepare
+from researchbench.benchmark.authoring.half_sample import in_child, units_of
+from researchbench.benchmark.authoring.task_check import default_executor
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.safefs import discard_tree
+from researchbench.benchmark.executors.base import Executor
+from researchbench.benchmark.run.experiment import run_phase
+from researchbench.benchmark.tasks.manifest import TaskSpec, load_task
+from researchbench.benchmark.tasks.noise import Measured, Noise, PhaseNoise
+from researchbench.benchmark.tasks.workspace import PreparedTask, prepare
 
 DEFAULT_DRAWS = 300  # half-samples per phase: the sd's own relative error is about 1/sqrt(2 x draws), 4%
 FULL_SCORE_REL_TOL = 1e-6  # the in-process evaluator must give the sandboxed evaluator's score on the full set

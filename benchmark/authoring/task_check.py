@@ -1,6 +1,6 @@
 """`python setup.py --check <task>`: everything a task must satisfy before agents are scored on it.
 
-Each check runs through the code a benchmark run uses (`benchmark.run.experiment.run_phase` in the
+Each check runs through the code a benchmark run uses (`researchbench.benchmark.run.experiment.run_phase` in the
 local sandbox executor), never a second runner, so a task that passes here behaves the same in a run:
 
   manifest               the strict manifest load (docs/tasks.md)
@@ -46,15 +46,15 @@ from typing import Callable, Collection, Iterator
 
 import yaml
 
-from benchmark.common.errors import UserError
-from benchmark.common.safefs import discard_tree
-from benchmark.executors.base import Executor
-from benchmark.run.experiment import Outcome, check_isolation, materialize, phase_job, run_phase
-from benchmark.scoring.normalize import headline_text
-from benchmark.tasks.lock import record_environment_note as environment_note
-from benchmark.tasks.manifest import TaskSpec, load_task
-from benchmark.tasks.variants import cpu_fallback
-from benchmark.tasks.workspace import CHECKSUM_FILE, PreparedTask, prepare
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.safefs import discard_tree
+from researchbench.benchmark.executors.base import Executor
+from researchbench.benchmark.run.experiment import Outcome, check_isolation, materialize, phase_job, run_phase
+from researchbench.benchmark.scoring.normalize import headline_text
+from researchbench.benchmark.tasks.lock import record_environment_note as environment_note
+from researchbench.benchmark.tasks.manifest import TaskSpec, load_task
+from researchbench.benchmark.tasks.variants import cpu_fallback
+from researchbench.benchmark.tasks.workspace import CHECKSUM_FILE, PreparedTask, prepare
 
 # Names a driver would import from its code dir before the harness's copy (the script's dir is sys.path[0]).
 RUNTIME_SHADOWS = ("task_runtime.py", "task_runtime/__init__.py", "task_runtime/isolation.py", "sitecustomize.py",
@@ -479,7 +479,7 @@ def probe_val_phase(prepared: PreparedTask, executor: Executor, scratch: Path, s
 def visible_gpu_ids() -> list[int]:
     """nvidia-smi's ids of the GPUs CUDA_VISIBLE_DEVICES names (by index or UUID) when it is set, else one per
     NVIDIA device node of this host."""
-    from benchmark.executors.gpu_devices import GpuDevices, nvidia_gpu_nodes
+    from researchbench.benchmark.executors.gpu_devices import GpuDevices, nvidia_gpu_nodes
 
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
     if env is None:
@@ -491,7 +491,7 @@ def visible_gpu_ids() -> list[int]:
 
 def default_executor(spec_dir: Path | None = None) -> Executor:
     """The local sandbox executor runs use, with GPU slots when the task asks for GPUs and some are visible."""
-    from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+    from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 
     gpus: list[int] = []
     if spec_dir is not None:

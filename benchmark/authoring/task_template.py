@@ -13,8 +13,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from benchmark.common.errors import UserError
-from benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.paths import REPO_ROOT
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 NAME_TOKEN = "__TASK_NAME__"
@@ -37,7 +37,7 @@ def create_task(name: str, template: str = "tabular", dest: Path | None = None) 
     target = parent / name
     if target.exists() or target.is_symlink():
         raise UserError(f"{target} already exists; pick another name or remove it")
-    from benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.plugins.manager import get_registry
 
     existing = get_registry().tasks.get(name)
     if existing is not None:

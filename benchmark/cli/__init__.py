@@ -5,6 +5,6 @@ run_agent_benchmark.py, setup.py and compute_agent_metrics.py are shims over the
 
 May import: every `benchmark` layer (rank 7, the top, in docs/architecture.md); nothing in the harness imports it.
 """
-from benchmark.cli.run_checks import CONFIG_DIR, ENV_DEFAULTS, GROUPS, fail, prevalidate
+from researchbench.benchmark.cli.run_checks import CONFIG_DIR, ENV_DEFAULTS, GROUPS, fail, prevalidate
 
 __all__ = ["CONFIG_DIR", "ENV_DEFAULTS", "GROUPS", "fail", "prevalidate"]  # `from benchmark.cli import ...` as before

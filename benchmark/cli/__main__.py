@@ -1,7 +1,7 @@
-"""`python -m benchmark.cli ...`: the `researchbench` console script without installing it."""
+"""`python -m researchbench.benchmark.cli ...` (or `python -m researchbench ...`): the `researchbench` console script without installing it."""
 
 import sys
 
-from benchmark.cli.main import main
+from researchbench.benchmark.cli.main import main
 
 sys.exit(main(sys.argv[1:]))

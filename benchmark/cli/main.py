@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchmark.common.inert_text import inert
-from benchmark.common.version import DISTRIBUTION, package_version
+from researchbench.benchmark.common.inert_text import inert
+from researchbench.benchmark.common.version import DISTRIBUTION, package_version
 
 PROG = "researchbench"
 
@@ -27,15 +27,15 @@ class Command:
 def _run(argv: list[str], prog: str) -> int:
     if "--version" in argv:  # Hydra's own --version would print Hydra's
         return _version()
-    from benchmark.cli.run import main
+    from researchbench.benchmark.cli.run import main
 
     return main(argv)
 
 
 def _list(argv: list[str], prog: str) -> int:
-    from benchmark.cli.run_checks import fail
-    from benchmark.plugins.manager import get_registry
-    from benchmark.run.catalog import list_command
+    from researchbench.benchmark.cli.run_checks import fail
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.run.catalog import list_command
 
     if argv[:1] in (["-h"], ["--help"]):
         print(f"usage: {prog} [agents|tasks|llms|executors ...]\n\nEvery agent, task, LLM preset and executor "
@@ -47,31 +47,31 @@ def _list(argv: list[str], prog: str) -> int:
 
 
 def _prepare(argv: list[str], prog: str) -> int:
-    from benchmark.cli.task_commands import prepare
+    from researchbench.benchmark.cli.task_commands import prepare
 
     return prepare(argv, prog)
 
 
 def _check(argv: list[str], prog: str) -> int:
-    from benchmark.cli.task_commands import check
+    from researchbench.benchmark.cli.task_commands import check
 
     return check(argv, prog)
 
 
 def _new(argv: list[str], prog: str) -> int:
-    from benchmark.cli.task_commands import new
+    from researchbench.benchmark.cli.task_commands import new
 
     return new(argv, prog)
 
 
 def _score(argv: list[str], prog: str) -> int:
-    from benchmark.cli.score import main
+    from researchbench.benchmark.cli.score import main
 
     return main(argv, prog=prog)
 
 
 def _view(argv: list[str], prog: str) -> int:
-    from benchmark.cli.view import main
+    from researchbench.benchmark.cli.view import main
 
     return main(argv)
 

@@ -16,7 +16,7 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
-from benchmark.cli.run_checks import CONFIG_DIR, ENV_DEFAULTS, fail, prevalidate
+from researchbench.benchmark.cli.run_checks import CONFIG_DIR, ENV_DEFAULTS, fail, prevalidate
 
 for _key, _value in ENV_DEFAULTS.items():  # before hydra and litellm are imported
     os.environ.setdefault(_key, _value)
@@ -26,14 +26,14 @@ from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from hydra.types import RunMode  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 
-from benchmark.common.errors import InfrastructureFailure, UserError  # noqa: E402
-from benchmark.common.inert_text import inert  # noqa: E402
-from benchmark.launch.sweep import print_job_configs  # noqa: E402
-from benchmark.launch.sweep_output import job_output, sweep_view  # noqa: E402
-from benchmark.launch.sweep_table import print_sweep_table, run_dir  # noqa: E402
-from benchmark.plugins.manager import get_registry  # noqa: E402
-from benchmark.records.sweep_jobs import record_job_run  # noqa: E402
-from benchmark.run.config import register_configs  # noqa: E402
+from researchbench.benchmark.common.errors import InfrastructureFailure, UserError  # noqa: E402
+from researchbench.benchmark.common.inert_text import inert  # noqa: E402
+from researchbench.benchmark.launch.sweep import print_job_configs  # noqa: E402
+from researchbench.benchmark.launch.sweep_output import job_output, sweep_view  # noqa: E402
+from researchbench.benchmark.launch.sweep_table import print_sweep_table, run_dir  # noqa: E402
+from researchbench.benchmark.plugins.manager import get_registry  # noqa: E402
+from researchbench.benchmark.records.sweep_jobs import record_job_run  # noqa: E402
+from researchbench.benchmark.run.config import register_configs  # noqa: E402
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="config")
@@ -51,7 +51,7 @@ def hydra_job(cfg: DictConfig) -> None:
 
 def run(cfg: DictConfig) -> None:
     """One job: the engine, with its user errors and outages turned into one line and an exit code."""
-    from benchmark.run.engine import run_benchmark
+    from researchbench.benchmark.run.engine import run_benchmark
 
     try:
         run_benchmark(cfg, get_registry())

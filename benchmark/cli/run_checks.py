@@ -16,12 +16,12 @@ from typing import Any, Callable, NoReturn
 
 from omegaconf import OmegaConf
 
-from benchmark.common.errors import UserError
-from benchmark.common.inert_text import inert
-from benchmark.common.paths import REPO_ROOT
-from benchmark.launch.sweep import (Invocation, describe, expand, launcher_job_problem, launcher_problem, parse,
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.inert_text import inert
+from researchbench.benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.launch.sweep import (Invocation, describe, expand, launcher_job_problem, launcher_problem, parse,
                                     print_job_configs)
-from benchmark.run.catalog import LIST_COMMAND
+from researchbench.benchmark.run.catalog import LIST_COMMAND
 
 CONFIG_DIR = REPO_ROOT / "configs"
 GROUPS = ("agent", "task", "executor", "llm")
@@ -88,7 +88,7 @@ def _unknown_option(group: str, name: str) -> str:
 def _failed_plugins() -> list[Any]:
     """Installed plugins whose import failed: the likely reason an agent, task or executor is unknown (a
     package that broke, not one that is missing)."""
-    from benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.plugins.manager import get_registry
 
     return list(get_registry().failed)
 
@@ -121,9 +121,9 @@ def prevalidate(argv: list[str]) -> Invocation:
     """Compose every job the command line describes (one, or each job of a `-m` sweep) the way Hydra
     will and run the start-up checks on it; exit 2 with one line on the first problem, before any
     job starts."""
-    from benchmark.plugins.manager import get_registry
-    from benchmark.run.catalog import brief_help, list_command
-    from benchmark.run.preflight import preflight
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.run.catalog import brief_help, list_command
+    from researchbench.benchmark.run.preflight import preflight
 
     if argv[:1] == ["list"]:
         list_command(argv[1:], get_registry(), fail)
@@ -178,7 +178,7 @@ def prevalidate(argv: list[str]) -> Invocation:
 def _show_job_configs(invocation: Invocation, registry: Any) -> NoReturn:
     """`--cfg job`: benchmark/run/config_view.py's view of the run (each job's, for a sweep), then exit;
     `--cfg hydra|all` and `--package` stay Hydra's."""
-    from benchmark.run.config_view import job_config_text
+    from researchbench.benchmark.run.config_view import job_config_text
 
     try:
         if invocation.multirun:

@@ -13,11 +13,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.common.errors import UserError
-from benchmark.common.inert_text import inert
-from benchmark.common.paths import REPO_ROOT
-from benchmark.scoring.keys import GROUP_KEYS
-from benchmark.scoring.ranges import MODES
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.inert_text import inert
+from researchbench.benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.scoring.keys import GROUP_KEYS
+from researchbench.benchmark.scoring.ranges import MODES
 
 
 LEADERBOARD = REPO_ROOT / "docs" / "leaderboard.md"
@@ -70,12 +70,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     if args.leaderboard is not None:
         return _leaderboard(args.results, args.leaderboard)
     if args.mlflow is not None:
-        from benchmark.scoring.mlflow_export import missing_mlflow
+        from researchbench.benchmark.scoring.mlflow_export import missing_mlflow
 
         if problem := missing_mlflow():
             print(f"error: {problem}", file=sys.stderr)
             return 2
-    from benchmark.scoring.pipeline import Options, score
+    from researchbench.benchmark.scoring.pipeline import Options, score
 
     out = args.out or default_out(args.results)
     options = Options(results=args.results, out=out, agents=_names(args.agent), tasks=_names(args.task),
@@ -97,9 +97,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
 def _leaderboard(recordings: Path, page: Path) -> int:
     """Generate the leaderboard page from the recordings (benchmark/scoring/leaderboard.py)."""
-    from benchmark.plugins.manager import get_registry
-    from benchmark.scoring.leaderboard import entries, markdown
-    from benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.scoring.leaderboard import entries, markdown
+    from researchbench.benchmark.tasks.manifest import load_task
 
     if not recordings.is_dir():
         print(f"error: {recordings} is not a folder of recorded runs (e.g. examples/recorded)", file=sys.stderr)
@@ -129,7 +129,7 @@ def default_out(results: Path) -> Path:
 def _print(results: dict) -> None:
     import pandas as pd
 
-    from benchmark.scoring.normalize import HEADLINE_FORMAT, HEADLINE_WHY
+    from researchbench.benchmark.scoring.normalize import HEADLINE_FORMAT, HEADLINE_WHY
 
     with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 80,
                            "display.float_format", HEADLINE_FORMAT.format):

@@ -7,8 +7,8 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from benchmark.common.errors import UserError
-from benchmark.common.inert_text import inert
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.inert_text import inert
 
 
 def _which(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +19,7 @@ def _which(parser: argparse.ArgumentParser) -> None:
 
 
 def _names(args: argparse.Namespace, command: str) -> tuple[list[str], dict]:
-    from benchmark.cli.tasks import known_tasks, suite_names
+    from researchbench.benchmark.cli.tasks import known_tasks, suite_names
 
     if bool(args.names) + bool(args.all) + bool(args.suite) != 1:
         raise UserError(f"`researchbench {command}` needs task names, --all, or --suite NAME "
@@ -30,7 +30,7 @@ def _names(args: argparse.Namespace, command: str) -> tuple[list[str], dict]:
 
 def prepare(argv: list[str], prog: str) -> int:
     """Install the tasks' requirements and prepare their workspaces (`python setup.py --task/--all/--suite`)."""
-    from benchmark.cli.tasks import prepare_tasks
+    from researchbench.benchmark.cli.tasks import prepare_tasks
 
     parser = argparse.ArgumentParser(prog=prog, description=prepare.__doc__)
     _which(parser)
@@ -50,7 +50,7 @@ def prepare(argv: list[str], prog: str) -> int:
 def check(argv: list[str], prog: str) -> int:
     """Check tasks: manifest, prepare, the baseline in the sandbox, determinism, trivial predictors vs the floor,
     no labels in the val phase (`python setup.py --check`); exit 1 when a check fails."""
-    from benchmark.cli.tasks import check_tasks
+    from researchbench.benchmark.cli.tasks import check_tasks
 
     parser = argparse.ArgumentParser(prog=prog, description=check.__doc__)
     _which(parser)
@@ -70,7 +70,7 @@ def check(argv: list[str], prog: str) -> int:
 
 def new(argv: list[str], prog: str) -> int:
     """Create a task folder from a template: ml_tasks/NAME, or DIR/NAME (`python setup.py --new`)."""
-    from benchmark.cli.tasks import new_task
+    from researchbench.benchmark.cli.tasks import new_task
 
     parser = argparse.ArgumentParser(prog=prog, description=new.__doc__)
     parser.add_argument("name", metavar="NAME", help="the new task's name")

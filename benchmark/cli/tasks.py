@@ -23,19 +23,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmark.common.errors import UserError
+from researchbench.benchmark.common.errors import UserError
 
 
 def known_tasks() -> dict[str, Path]:
     """Every registered task by name (ml_tasks/, $RESEARCHBENCH_TASKS_PATH, task plugins), sorted."""
-    from benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.plugins.manager import get_registry
 
     return dict(sorted(get_registry().tasks.items()))
 
 
 def _list(tasks: dict[str, Path]) -> None:
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.workspace import workspace_status
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.workspace import workspace_status
 
     if not tasks:
         print("no tasks registered")
@@ -54,8 +54,8 @@ def prepare_tasks(names: list[str], tasks: dict[str, Path], force: bool, skip_re
                   downloads: bool = False, every: bool = False) -> None:
     """Install each task's requirements and prepare its workspace; `every` (--all, --suite) skips GPU-scale
     variants on a machine without a GPU."""
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.workspace import ensure_requirements, prepare
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.workspace import ensure_requirements, prepare
 
     _require_known(names, tasks)
     specs = [load_task(tasks[name]) for name in dict.fromkeys(names)]  # validate all before doing anything
@@ -72,7 +72,7 @@ def prepare_tasks(names: list[str], tasks: dict[str, Path], force: bool, skip_re
 
 
 def _require_known(names: list[str], tasks: dict[str, Path]) -> None:
-    from benchmark.plugins.builtin import TASKS_PATH_ENV
+    from researchbench.benchmark.plugins.builtin import TASKS_PATH_ENV
 
     unknown = [n for n in names if n not in tasks]
     if unknown:
@@ -83,7 +83,7 @@ def _require_known(names: list[str], tasks: dict[str, Path]) -> None:
 
 def _migrate(names: list[str], tasks: dict[str, Path]) -> None:
     """Rewrite each task's schema-1 manifest to the current schema; one line per task."""
-    from benchmark.tasks.schema import SCHEMA_VERSION, migrate_file
+    from researchbench.benchmark.tasks.schema import SCHEMA_VERSION, migrate_file
 
     for name in dict.fromkeys(names):
         path = tasks[name] / "task.yaml"
@@ -94,8 +94,8 @@ def _migrate(names: list[str], tasks: dict[str, Path]) -> None:
 
 def _without_gpu(task_dir: Path) -> bool:
     """A GPU-scale variant on a machine where no GPU is visible (its checks then use its CPU fallback)."""
-    from benchmark.authoring.task_check import visible_gpu_ids
-    from benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.authoring.task_check import visible_gpu_ids
+    from researchbench.benchmark.tasks.manifest import load_task
 
     try:
         spec = load_task(task_dir)
@@ -107,9 +107,9 @@ def _without_gpu(task_dir: Path) -> bool:
 def check_tasks(names: list[str], tasks: dict[str, Path], skip_requirements: bool, reference: bool = False,
            migrate: bool = False) -> int:
     """Run every check on each task (after migrating its manifest, if asked); a table per task; 0 when all pass."""
-    from benchmark.authoring.task_check import check_task, written_for_schema_1
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.workspace import ensure_requirements
+    from researchbench.benchmark.authoring.task_check import check_task, written_for_schema_1
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.workspace import ensure_requirements
 
     _require_known(names, tasks)
     legacy = {name for name in names if written_for_schema_1(tasks[name])}  # the rules' grace outlives --migrate
@@ -139,9 +139,9 @@ def check_tasks(names: list[str], tasks: dict[str, Path], skip_requirements: boo
 def _measure_noise(names: list[str], tasks: dict[str, Path], seeds: list[int] | None, draws: int | None,
                    write: bool) -> None:
     """Measure each task's val/test sizes and the baseline's spread; write them into its task.yaml's noise block."""
-    from benchmark.authoring.noise_block import block_text, write_block
-    from benchmark.authoring.noise_measure import measure
-    from benchmark.tasks.noise import sd_text
+    from researchbench.benchmark.authoring.noise_block import block_text, write_block
+    from researchbench.benchmark.authoring.noise_measure import measure
+    from researchbench.benchmark.tasks.noise import sd_text
 
     _require_known(names, tasks)
     for name in dict.fromkeys(names):
@@ -158,7 +158,7 @@ def _measure_noise(names: list[str], tasks: dict[str, Path], seeds: list[int] | 
 
 def new_task(name: str, template: str, dest: str | None) -> None:
     """A task folder from a template, and what to do next."""
-    from benchmark.authoring.task_template import create_task
+    from researchbench.benchmark.authoring.task_template import create_task
 
     folder = create_task(name, template=template, dest=Path(dest) if dest else None)
     print(f"created {folder} from the '{template}' template; fill in the TODOs, then run "
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.refresh_lock:
-            from benchmark.authoring.lock_refresh import refresh
+            from researchbench.benchmark.authoring.lock_refresh import refresh
 
             return refresh(torch=args.torch)
         if args.torch:
@@ -251,6 +251,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def suite_names(name: str) -> list[str]:
     """The tasks of a suite (ml_tasks/suites.yaml)."""
-    from benchmark.tasks.suites import suite_tasks
+    from researchbench.benchmark.tasks.suites import suite_tasks
 
     return suite_tasks(name)

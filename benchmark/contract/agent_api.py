@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from benchmark.executors.base import charged_seconds
+from researchbench.benchmark.executors.base import charged_seconds
 
 if TYPE_CHECKING:
-    from benchmark.llm.accounting import LLMCall
-    from benchmark.llm.client import LLMClient
-    from benchmark.records.journal import BlobStore, Node, NodeStore
-    from benchmark.tasks.manifest import Budget, TaskSpec
+    from researchbench.benchmark.llm.accounting import LLMCall
+    from researchbench.benchmark.llm.client import LLMClient
+    from researchbench.benchmark.records.journal import BlobStore, Node, NodeStore
+    from researchbench.benchmark.tasks.manifest import Budget, TaskSpec
 
 # The version of what a plugin sees (these types, the hooks, OpContext's fields), "MAJOR.MINOR": a minor
 # bump only adds; a major bump removes or changes meaning. A plugin declares the version it was written

@@ -4,10 +4,10 @@ output (`output`), file transfer that reads its input as hostile (`remote_files`
 of its own (`local/`: bubblewrap on this machine; `modal/`: Modal's cloud).
 
 Only the standard library is imported here; remote backends (Modal) import their SDK where used.
-May import: `benchmark.tasks` (types), `benchmark.common`.
+May import: `researchbench.benchmark.tasks` (types), `researchbench.benchmark.common`.
 """
 
-from benchmark.executors.base import Executor, Job, JobResult, Limits
-from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+from researchbench.benchmark.executors.base import Executor, Job, JobResult, Limits
+from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 
 __all__ = ["Executor", "Job", "JobResult", "Limits", "LocalExecutor", "LocalExecutorConfig"]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from benchmark.tasks.manifest import TaskSpec
+    from researchbench.benchmark.tasks.manifest import TaskSpec
 
 
 @dataclass(frozen=True)

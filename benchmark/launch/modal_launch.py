@@ -14,8 +14,8 @@ from typing import Any, Sequence
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from benchmark.common.errors import UserError
-from benchmark.launch.modal_runs import RemoteRun, RemoteRunSettings, harness_image, placement_problem, run_remotely
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.launch.modal_runs import RemoteRun, RemoteRunSettings, harness_image, placement_problem, run_remotely
 
 log = logging.getLogger(__name__)
 
@@ -25,18 +25,18 @@ def load_client(spec: str | None) -> Any:
     if spec:
         module, _, name = spec.partition(":")
         return getattr(importlib.import_module(module), name)()
-    from benchmark.executors.modal.backend import modal_client
+    from researchbench.benchmark.executors.modal.backend import modal_client
 
     return modal_client("hydra/launcher=modal")
 
 
 def launch(settings: dict[str, Any], hydra_context: Any, config: DictConfig,
            job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
-    from benchmark.launch.sweep_table import run_dir
-    from benchmark.plugins.manager import get_registry
-    from benchmark.records.sweep_jobs import record_job_run
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.workspace import open_prepared
+    from researchbench.benchmark.launch.sweep_table import run_dir
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.records.sweep_jobs import record_job_run
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.workspace import open_prepared
 
     settings = {k: v for k, v in settings.items() if k != "_target_"}
     client = load_client(settings.pop("client", None))

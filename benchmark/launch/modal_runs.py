@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from benchmark.common.paths import REPO_ROOT
-from benchmark.executors.modal.image import ImageSpec, pin
-from benchmark.executors.output import CappedWriter
-from benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
-from benchmark.tasks.manifest import TaskSpec
+from researchbench.benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.executors.modal.image import ImageSpec, pin
+from researchbench.benchmark.executors.output import CappedWriter
+from researchbench.benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
+from researchbench.benchmark.tasks.manifest import TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +124,8 @@ def harness_files(root: Path = REPO_ROOT) -> list[Path]:
 def remote_env(settings: RemoteRunSettings, executor: str) -> dict[str, str]:
     """The remote run's environment, given to its harness process: LLM keys, and with executor=modal the
     Modal token its experiments' sandboxes are made with."""
-    from benchmark.executors.modal.image import modal_token
-    from benchmark.tasks.workspace import workspace_root
+    from researchbench.benchmark.executors.modal.image import modal_token
+    from researchbench.benchmark.tasks.workspace import workspace_root
 
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",
            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "RESEARCHBENCH_WORKSPACE": str(workspace_root())}

@@ -52,8 +52,8 @@ def expand(overrides: list[str]) -> list[list[str]]:
 def print_job_configs(invocation: Invocation) -> None:
     """What `--cfg job|hydra|all` shows, once per job of a sweep (Hydra refuses -m with --cfg); `--cfg job`
     is benchmark/run/config_view.py's typed view with the budget resolved."""
-    from benchmark.plugins.manager import get_registry
-    from benchmark.run.config_view import job_config_text
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.run.config_view import job_config_text
 
     package, resolve = invocation.args.package, bool(invocation.args.resolve)
     for number, (job, cfg) in enumerate(zip(invocation.jobs, invocation.configs)):
@@ -79,7 +79,7 @@ def launcher_job_problem(overrides: list[str], cfg: Any) -> str:
     with hydra/launcher=modal, agent code in the run's own sandbox unless allowed knowingly."""
     if "hydra/launcher=modal" not in overrides:
         return ""
-    from benchmark.launch.modal_runs import AGENT_CODE_FLAG, placement_problem
+    from researchbench.benchmark.launch.modal_runs import AGENT_CODE_FLAG, placement_problem
 
     flags = [o.split("=", 1)[1] for o in overrides if o.startswith(f"{AGENT_CODE_FLAG}=")]
     allowed = any(value.strip().lower() == "true" for value in flags)
@@ -91,7 +91,7 @@ def launcher_problem(overrides: list[str]) -> str:
     accepted by Modal), found before the first job starts."""
     if "hydra/launcher=modal" not in overrides or any(o.startswith("hydra.launcher.client=") for o in overrides):
         return ""
-    from benchmark.executors.modal.image import modal_credentials_problem, modal_unreachable_problem
+    from researchbench.benchmark.executors.modal.image import modal_credentials_problem, modal_unreachable_problem
 
     who = "hydra/launcher=modal"
     problem = modal_credentials_problem(who)

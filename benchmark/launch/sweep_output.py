@@ -25,7 +25,7 @@ from typing import IO, Any, Iterator, Sequence
 
 from omegaconf import DictConfig
 
-from benchmark.common.inert_text import inert
+from researchbench.benchmark.common.inert_text import inert
 
 VIEWS = ("auto", "lines", "compact")
 COMPACT_FROM = 8  # `auto`: a sweep of this many jobs or more gets the compact view
@@ -189,7 +189,7 @@ def sweep_view(configs: Sequence[DictConfig]) -> Iterator[None]:
     if view != "compact":
         yield
         return
-    from benchmark.launch.sweep_table import run_dir
+    from researchbench.benchmark.launch.sweep_table import run_dir
 
     with CompactView([(run_label(cfg), run_dir(cfg)) for cfg in configs]):
         yield

@@ -19,8 +19,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from benchmark.common.inert_text import inert
-from benchmark.run.config import default_run_id
+from researchbench.benchmark.common.inert_text import inert
+from researchbench.benchmark.run.config import default_run_id
 
 COLUMNS = ("agent", "task", "seed", "best val", "hidden test", "achievement", "cost", "where")
 NUMERIC = {"seed", "best val", "hidden test", "achievement", "cost"}
@@ -28,8 +28,8 @@ NUMERIC = {"seed", "best val", "hidden test", "achievement", "cost"}
 
 def run_dir(cfg: DictConfig) -> Path:
     """Where the run of a composed config lives (the engine's own rule)."""
-    from benchmark.plugins.manager import get_registry
-    from benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.tasks.manifest import load_task
 
     task = load_task(get_registry().tasks[cfg.task.name]).name
     return Path(cfg.results_dir).absolute() / cfg.agent.name / task / default_run_id(cfg)
@@ -37,8 +37,8 @@ def run_dir(cfg: DictConfig) -> Path:
 
 def sweep_rows(configs: Sequence[DictConfig]) -> tuple[list[tuple[str, ...]], list[str]]:
     """One row per job, and each job's run status ("missing" when it left no summary)."""
-    from benchmark.scoring.normalize import headline_text
-    from benchmark.scoring.runs import load_run
+    from researchbench.benchmark.scoring.normalize import headline_text
+    from researchbench.benchmark.scoring.runs import load_run
 
     rows, statuses = [], []
     for cfg in configs:

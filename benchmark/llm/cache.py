@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from benchmark.llm.config import LLMConfig
+from researchbench.benchmark.llm.config import LLMConfig
 
 _log = logging.getLogger(__name__)
 

@@ -27,11 +27,11 @@ import threading
 import time
 from typing import Any, Optional
 
-from benchmark.common.domains import out_of_range
-from benchmark.common.errors import BudgetExhausted, InfrastructureFailure, ScriptExhausted, UserError
-from benchmark.llm.accounting import LLMCall, Usage
-from benchmark.llm.cache import ResponseCache, cache_key
-from benchmark.llm.config import LLMConfig, as_config, script_path
+from researchbench.benchmark.common.domains import out_of_range
+from researchbench.benchmark.common.errors import BudgetExhausted, InfrastructureFailure, ScriptExhausted, UserError
+from researchbench.benchmark.llm.accounting import LLMCall, Usage
+from researchbench.benchmark.llm.cache import ResponseCache, cache_key
+from researchbench.benchmark.llm.config import LLMConfig, as_config, script_path
 
 OFFLINE_MOCK, OFFLINE_SCRIPTED = "mock", "scripted"  # the model name offline replies are recorded under
 MAX_BACKOFF_S = 60.0  # cap on one exponential backoff wait

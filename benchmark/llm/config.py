@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from benchmark.common.domains import domain
-from benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.common.domains import domain
+from researchbench.benchmark.common.paths import REPO_ROOT
 
 CACHE_MODES = ("off", "record", "replay", "auto")
 TEMPERATURE = {"ge": 0.0, "le": 2.0}  # the widest range the hosted APIs accept (OpenAI's, Gemini's)

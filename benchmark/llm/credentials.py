@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-from benchmark.llm.config import LLMConfig, as_config, script_path
+from researchbench.benchmark.llm.config import LLMConfig, as_config, script_path
 
 # provider -> (key variables, whether any one of them suffices rather than all)
 PROVIDER_KEYS: dict[str, tuple[tuple[str, ...], bool]] = {
@@ -53,7 +53,7 @@ def _missing_keys(model: str) -> tuple[list[str], bool] | str:
         missing = [n for n in names if not os.environ.get(n)]
         enough = len(missing) < len(names) if any_one else not missing
         return ([] if enough else missing), any_one
-    from benchmark.llm.client import import_litellm  # a provider the table does not know: ask litellm
+    from researchbench.benchmark.llm.client import import_litellm  # a provider the table does not know: ask litellm
 
     litellm = import_litellm()
     try:

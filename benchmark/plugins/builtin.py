@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from benchmark.common.paths import REPO_ROOT
-from benchmark.plugins.manager import ExecutorSpec, hookimpl
+from researchbench.benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.plugins.manager import ExecutorSpec, hookimpl
 
 TASKS_PATH_ENV = "RESEARCHBENCH_TASKS_PATH"
 
@@ -48,10 +48,10 @@ def researchbench_register_tasks(register: Callable[[Path], None]) -> None:
 
 @hookimpl
 def researchbench_register_executors(register: Callable[[ExecutorSpec], None]) -> None:
-    from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+    from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 
-    from benchmark.executors.modal.backend import ModalExecutor, ModalExecutorConfig
-    from benchmark.executors.modal.image import modal_credentials_problem
+    from researchbench.benchmark.executors.modal.backend import ModalExecutor, ModalExecutorConfig
+    from researchbench.benchmark.executors.modal.image import modal_credentials_problem
 
     register(ExecutorSpec(name="local", config_class=LocalExecutorConfig, build=LocalExecutor,
                           description="this machine: each job a subprocess in a bubblewrap sandbox without "

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 import pluggy
 
-from benchmark.contract.agent_api import AGENT_API_VERSION, AgentSpec
+from researchbench.benchmark.contract.agent_api import AGENT_API_VERSION, AgentSpec
 
 PROJECT = "researchbench"
 BUILTIN = "built-in"
@@ -28,9 +28,9 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 log = logging.getLogger(__name__)
 
-BUILTIN_PLUGINS = ("benchmark.plugins.builtin", "agents.greedy", "agents.aide", "agents.mcts", "agents.evolutionary",
-                   "agents.optuna_agent", "agents.autoresearch", "agents.adaptivesearch", "agents.ai_scientist_v1",
-                   "agents.ai_scientist_v2", "agents.openevolve", "agents.react")
+BUILTIN_PLUGINS = ("researchbench.benchmark.plugins.builtin", "researchbench.agents.greedy", "researchbench.agents.aide", "researchbench.agents.mcts", "researchbench.agents.evolutionary",
+                   "researchbench.agents.optuna_agent", "researchbench.agents.autoresearch", "researchbench.agents.adaptivesearch", "researchbench.agents.ai_scientist_v1",
+                   "researchbench.agents.ai_scientist_v2", "researchbench.agents.openevolve", "researchbench.agents.react")
 
 
 class HookSpecs:
@@ -84,7 +84,7 @@ class PluginFailure:
 def load_failure(plugin: str, package: str, exc: BaseException) -> PluginFailure:
     """Why a plugin's import failed, with the fix: a harness module it names that is gone, a missing
     dependency, or (anything else) a broken package."""
-    from benchmark.common.version import package_version
+    from researchbench.benchmark.common.version import package_version
 
     __version__ = package_version()
     error = f"{type(exc).__name__}: {exc}".splitlines()[0]

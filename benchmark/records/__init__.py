@@ -1,8 +1,8 @@
 """The run record: the append-only journal of nodes and the content-addressed blob store (`journal`).
 The engine writes it; scoring, reports and agents read it, so it sits below all of them.
 
-May import: `benchmark.tasks` and `benchmark.common`, never the engine or scoring.
+May import: `researchbench.benchmark.tasks` and `researchbench.benchmark.common`, never the engine or scoring.
 """
-from benchmark.records.journal import BlobStore, Journal, Node, NodeStore
+from researchbench.benchmark.records.journal import BlobStore, Journal, Node, NodeStore
 
 __all__ = ["BlobStore", "Journal", "Node", "NodeStore"]

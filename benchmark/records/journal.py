@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from benchmark.common.safefs import write_text_atomic
-from benchmark.records.kinds import (Aborted, Abandoned, BadRecord, Checkpoint, Final, Finished, Header, Pending,
+from researchbench.benchmark.common.safefs import write_text_atomic
+from researchbench.benchmark.records.kinds import (Aborted, Abandoned, BadRecord, Checkpoint, Final, Finished, Header, Pending,
                                      Record, dumps, parse_lines)
-from benchmark.records.node import (AGENT_FAILED, BASELINE_ID, BUGGY, EDIT_FAILED, NO_OP, OK, PENDING,  # noqa: F401
+from researchbench.benchmark.records.node import (AGENT_FAILED, BASELINE_ID, BUGGY, EDIT_FAILED, NO_OP, OK, PENDING,  # noqa: F401
                                     Node)
-from benchmark.tasks.manifest import Metric
+from researchbench.benchmark.tasks.manifest import Metric
 
 ABORTED = Aborted.KIND  # the record kind's name, kept for code written against 0.1 (kinds.Aborted is the record)
 

@@ -22,7 +22,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, Iterator, Union
 
-from benchmark.records.node import Node
+from researchbench.benchmark.records.node import Node
 
 FORMAT = 1  # bump when a record changes in a way a reader must know; add a reader branch for the old one
 

@@ -13,7 +13,7 @@ import json
 import os
 from pathlib import Path
 
-from benchmark.common.errors import UserError
+from researchbench.benchmark.common.errors import UserError
 
 JOB_RECORD = "run.json"
 SWEEP_MARK = "multirun.yaml"  # Hydra writes it into every sweep's folder

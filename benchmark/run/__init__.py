@@ -3,7 +3,7 @@
 (`final_test`), `summary.json` (`summary`), infrastructure outages (`outage`), the Hydra config schema
 (`config`), checks before a run starts (`preflight`) and the progress view (`display`).
 
-May import: `benchmark.scoring` (the export after a run), `benchmark.plugins`, `benchmark.contract`, `benchmark.records`,
-`benchmark.executors`, `benchmark.edits`, `benchmark.llm`, `benchmark.tasks`, `benchmark.common`. Nothing is imported here,
+May import: `researchbench.benchmark.scoring` (the export after a run), `researchbench.benchmark.plugins`, `researchbench.benchmark.contract`, `researchbench.benchmark.records`,
+`researchbench.benchmark.executors`, `researchbench.benchmark.edits`, `researchbench.benchmark.llm`, `researchbench.benchmark.tasks`, `researchbench.benchmark.common`. Nothing is imported here,
 so importing a light module of this package does not load the engine.
 """

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from benchmark.executors.base import CPU, WALL, charged_seconds
-from benchmark.records.journal import Node
-from benchmark.run.display import plural
-from benchmark.tasks.manifest import Budget
+from researchbench.benchmark.executors.base import CPU, WALL, charged_seconds
+from researchbench.benchmark.records.journal import Node
+from researchbench.benchmark.run.display import plural
+from researchbench.benchmark.tasks.manifest import Budget
 
 
 @dataclass

@@ -17,11 +17,11 @@ from typing import Callable, NoReturn
 
 import yaml
 
-from benchmark.common.errors import UserError
-from benchmark.common.inert_text import inert
-from benchmark.common.paths import REPO_ROOT
-from benchmark.plugins.builtin import TASKS_PATH_ENV
-from benchmark.plugins.manager import BUILTIN, Registry
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.inert_text import inert
+from researchbench.benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.plugins.builtin import TASKS_PATH_ENV
+from researchbench.benchmark.plugins.manager import BUILTIN, Registry
 
 KINDS = ("agents", "tasks", "llms", "executors")
 GROUP_OF = {"agents": "agent", "tasks": "task", "llms": "llm", "executors": "executor"}
@@ -52,9 +52,9 @@ def executor_entries(registry: Registry) -> list[Entry]:
 
 
 def task_entries(registry: Registry) -> list[Entry]:
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.suites import load_suites
-    from benchmark.tasks.workspace import prepared_state
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.suites import load_suites
+    from researchbench.benchmark.tasks.workspace import prepared_state
 
     try:
         suites = load_suites()

@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmark.common.inert_text import job_output
-from benchmark.common.safefs import discard_tree
-from benchmark.contract.agent_api import CommandResult  # the agent contract's type; re-exported here
-from benchmark.executors.base import Executor
-from benchmark.records.journal import BlobStore
-from benchmark.run.experiment import materialize, phase_job
-from benchmark.tasks.workspace import PreparedTask
+from researchbench.benchmark.common.inert_text import job_output
+from researchbench.benchmark.common.safefs import discard_tree
+from researchbench.benchmark.contract.agent_api import CommandResult  # the agent contract's type; re-exported here
+from researchbench.benchmark.executors.base import Executor
+from researchbench.benchmark.records.journal import BlobStore
+from researchbench.benchmark.run.experiment import materialize, phase_job
+from researchbench.benchmark.tasks.workspace import PreparedTask
 
 OUTPUT_CAP_BYTES = 256 * 1024  # per stream, what the executor keeps (head and tail)
 RETURN_CHARS = 20000  # per stream, the tail handed back to the agent and stored on the node

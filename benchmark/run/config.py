@@ -16,10 +16,10 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from benchmark.common.domains import domain
-from benchmark.llm.config import LLMConfig
-from benchmark.plugins.manager import Registry
-from benchmark.tasks.manifest import BUDGET_FIELDS, Budget
+from researchbench.benchmark.common.domains import domain
+from researchbench.benchmark.llm.config import LLMConfig
+from researchbench.benchmark.plugins.manager import Registry
+from researchbench.benchmark.tasks.manifest import BUDGET_FIELDS, Budget
 
 
 @dataclass

@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from benchmark.plugins.manager import Registry
-from benchmark.run.config import BudgetConfig, effective_budget
+from researchbench.benchmark.plugins.manager import Registry
+from researchbench.benchmark.run.config import BudgetConfig, effective_budget
 
 INDENT = "  "
 
@@ -41,7 +41,7 @@ def _unused(cfg: DictConfig, registry: Registry) -> dict[str, str]:
 
 def _budget_view(cfg: DictConfig, registry: Registry) -> dict[str, tuple[Any, str]]:
     """budget field -> (the value the run uses, where it comes from)."""
-    from benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.manifest import load_task
 
     manifest = load_task(registry.tasks[cfg.task.name]).budget
     overrides = BudgetConfig(**OmegaConf.to_container(cfg.budget, resolve=True))

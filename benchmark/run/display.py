@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from benchmark.common.inert_text import inert
-from benchmark.llm.accounting import cost_text
+from researchbench.benchmark.common.inert_text import inert
+from researchbench.benchmark.llm.accounting import cost_text
 
 # what a running job is doing, shown next to it
 PROPOSING = "asking the LLM"

@@ -21,31 +21,31 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
-from benchmark.common.errors import InfrastructureFailure, UserError
-from benchmark.common.inert_text import install_log_filter
-from benchmark.contract.agent_api import Agent, OpContext, Policy
-from benchmark.executors.base import completed, config_of
-from benchmark.llm.accounting import Usage
-from benchmark.llm.client import LLMClient
-from benchmark.plugins.manager import Registry
-from benchmark.records import owner
-from benchmark.records.journal import BASELINE_ID, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
-from benchmark.records.kinds import Aborted, Checkpoint, Finished, Header, Pending
-from benchmark.run import summary as report
-from benchmark.run.budget import Counters
-from benchmark.run.config import config_hash, default_run_id, effective_budget
-from benchmark.run.display import Display, Stats, make_display, plural
-from benchmark.run.experiment import check_cache_dir, check_isolation, data_path_in_jobs
-from benchmark.run.final_test import final_test
-from benchmark.run.outage import GuardedExecutor, baseline_failure, llm_never_answered
-from benchmark.run.preflight import check_values, llm_problem
-from benchmark.run.scheduler import Scheduler
-from benchmark.run.state import RunState
-from benchmark.run.worker import StepRunner
-from benchmark.scoring.export import BEST_DIR, REPORT, export_after_run
-from benchmark.tasks.environment import requirement_versions
-from benchmark.tasks.manifest import load_task
-from benchmark.tasks.workspace import open_prepared
+from researchbench.benchmark.common.errors import InfrastructureFailure, UserError
+from researchbench.benchmark.common.inert_text import install_log_filter
+from researchbench.benchmark.contract.agent_api import Agent, OpContext, Policy
+from researchbench.benchmark.executors.base import completed, config_of
+from researchbench.benchmark.llm.accounting import Usage
+from researchbench.benchmark.llm.client import LLMClient
+from researchbench.benchmark.plugins.manager import Registry
+from researchbench.benchmark.records import owner
+from researchbench.benchmark.records.journal import BASELINE_ID, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
+from researchbench.benchmark.records.kinds import Aborted, Checkpoint, Finished, Header, Pending
+from researchbench.benchmark.run import summary as report
+from researchbench.benchmark.run.budget import Counters
+from researchbench.benchmark.run.config import config_hash, default_run_id, effective_budget
+from researchbench.benchmark.run.display import Display, Stats, make_display, plural
+from researchbench.benchmark.run.experiment import check_cache_dir, check_isolation, data_path_in_jobs
+from researchbench.benchmark.run.final_test import final_test
+from researchbench.benchmark.run.outage import GuardedExecutor, baseline_failure, llm_never_answered
+from researchbench.benchmark.run.preflight import check_values, llm_problem
+from researchbench.benchmark.run.scheduler import Scheduler
+from researchbench.benchmark.run.state import RunState
+from researchbench.benchmark.run.worker import StepRunner
+from researchbench.benchmark.scoring.export import BEST_DIR, REPORT, export_after_run
+from researchbench.benchmark.tasks.environment import requirement_versions
+from researchbench.benchmark.tasks.manifest import load_task
+from researchbench.benchmark.tasks.workspace import open_prepared
 
 
 class Run:

@@ -22,13 +22,13 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from benchmark.common.errors import UserError
-from benchmark.common.inert_text import clean_metrics, inert, job_output
-from benchmark.common.safefs import UnsafeOutput, discard_tree, read_regular_file
-from benchmark.executors.base import Executor, Job, JobResult, Limits
-from benchmark.tasks.manifest import render
-from benchmark.tasks.shipped_data import shipped_data_paths
-from benchmark.tasks.workspace import LABELS_GID, PreparedTask
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.inert_text import clean_metrics, inert, job_output
+from researchbench.benchmark.common.safefs import UnsafeOutput, discard_tree, read_regular_file
+from researchbench.benchmark.executors.base import Executor, Job, JobResult, Limits
+from researchbench.benchmark.tasks.manifest import render
+from researchbench.benchmark.tasks.shipped_data import shipped_data_paths
+from researchbench.benchmark.tasks.workspace import LABELS_GID, PreparedTask
 
 log = logging.getLogger(__name__)
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmark.common.safefs import discard_tree
-from benchmark.records.journal import BASELINE_ID, OK, now
-from benchmark.records.kinds import Final
-from benchmark.run import display as show
-from benchmark.run.experiment import run_phase
-from benchmark.run.state import RunState
+from researchbench.benchmark.common.safefs import discard_tree
+from researchbench.benchmark.records.journal import BASELINE_ID, OK, now
+from researchbench.benchmark.records.kinds import Final
+from researchbench.benchmark.run import display as show
+from researchbench.benchmark.run.experiment import run_phase
+from researchbench.benchmark.run.state import RunState
 
 
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
-from benchmark.common.errors import InfrastructureFailure
-from benchmark.executors.base import Delegating, Executor, Job, JobResult
-from benchmark.llm.accounting import Usage
-from benchmark.records.journal import OK, Node
-from benchmark.run.display import plural
+from researchbench.benchmark.common.errors import InfrastructureFailure
+from researchbench.benchmark.executors.base import Delegating, Executor, Job, JobResult
+from researchbench.benchmark.llm.accounting import Usage
+from researchbench.benchmark.records.journal import OK, Node
+from researchbench.benchmark.run.display import plural
 
 if TYPE_CHECKING:
     pass

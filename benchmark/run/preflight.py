@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
-from benchmark.common.domains import out_of_range
-from benchmark.common.errors import UserError
-from benchmark.contract.agent_api import AgentSpec
-from benchmark.executors.base import config_of
-from benchmark.llm.credentials import missing_credentials
-from benchmark.plugins.manager import Registry
+from researchbench.benchmark.common.domains import out_of_range
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.contract.agent_api import AgentSpec
+from researchbench.benchmark.executors.base import config_of
+from researchbench.benchmark.llm.credentials import missing_credentials
+from researchbench.benchmark.plugins.manager import Registry
 
 if TYPE_CHECKING:
-    from benchmark.tasks.manifest import TaskSpec
+    from researchbench.benchmark.tasks.manifest import TaskSpec
 
 
 def llm_problem(agent_spec: AgentSpec, cfg: DictConfig) -> str:
@@ -64,8 +64,8 @@ def preflight(cfg: DictConfig, registry: Registry, verified: set[str] | None = N
     """Every start-up check of a composed run config: its values, the task, its GPUs, its prepared workspace,
     the LLM credentials, the executor's own requirements. `verified` holds tasks whose workspace already
     verified (a sweep checksums each task's data once, not once per job)."""
-    from benchmark.tasks.manifest import load_task
-    from benchmark.tasks.workspace import open_prepared
+    from researchbench.benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.workspace import open_prepared
 
     check_values(cfg)
     spec = load_task(registry.tasks[cfg.task.name])

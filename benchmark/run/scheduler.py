@@ -25,12 +25,12 @@ import random
 import threading
 from typing import Callable
 
-from benchmark.contract.agent_api import Action, Agent, OpContext, Policy
-from benchmark.records.journal import Node, now
-from benchmark.records.kinds import Abandoned, Pending, PolicyCrash
-from benchmark.run.budget import launch_blocker
-from benchmark.run.state import RunState
-from benchmark.run.worker import StepResult, crash_report
+from researchbench.benchmark.contract.agent_api import Action, Agent, OpContext, Policy
+from researchbench.benchmark.records.journal import Node, now
+from researchbench.benchmark.records.kinds import Abandoned, Pending, PolicyCrash
+from researchbench.benchmark.run.budget import launch_blocker
+from researchbench.benchmark.run.state import RunState
+from researchbench.benchmark.run.worker import StepResult, crash_report
 
 log = logging.getLogger(__name__)
 

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark.executors.base import Executor
-from benchmark.llm.accounting import Usage
-from benchmark.records.journal import BlobStore, Journal, NodeStore
-from benchmark.records.kinds import Final
-from benchmark.run.budget import Counters
-from benchmark.run.display import Display
-from benchmark.tasks.manifest import Budget, TaskSpec
-from benchmark.tasks.workspace import PreparedTask
+from researchbench.benchmark.executors.base import Executor
+from researchbench.benchmark.llm.accounting import Usage
+from researchbench.benchmark.records.journal import BlobStore, Journal, NodeStore
+from researchbench.benchmark.records.kinds import Final
+from researchbench.benchmark.run.budget import Counters
+from researchbench.benchmark.run.display import Display
+from researchbench.benchmark.tasks.manifest import Budget, TaskSpec
+from researchbench.benchmark.tasks.workspace import PreparedTask
 
 
 @dataclass

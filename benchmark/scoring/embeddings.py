@@ -20,7 +20,7 @@ from typing import Iterable
 
 import numpy as np
 
-from benchmark.common.errors import UserError
+from researchbench.benchmark.common.errors import UserError
 
 GRAPHCODEBERT = "microsoft/graphcodebert-base"
 # The hub revision loaded when no local model is given. It could not be checked from this machine (no
@@ -204,7 +204,7 @@ def embed_runs(runs: list, embedder: Embedder) -> dict[str, dict[str, tuple[np.n
     A snapshot of blank code is the zero vector under both poolings, as FML-bench embeds it (rather
     than the encoding of an empty `<s></s>` chunk).
     """
-    from benchmark.scoring.process import snapshot_text, step_nodes
+    from researchbench.benchmark.scoring.process import snapshot_text, step_nodes
 
     texts: dict[str, tuple[list[str], str | None]] = {}
     all_texts: dict[str, str] = {}

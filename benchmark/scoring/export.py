@@ -8,11 +8,11 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from benchmark.common.safefs import safe_relpath
-from benchmark.scoring.report import run_html
-from benchmark.scoring.runs import RunRecord, load_run
-from benchmark.scoring.solution_readme import README, solution_readme
-from benchmark.tasks.manifest import TaskSpec, load_task
+from researchbench.benchmark.common.safefs import safe_relpath
+from researchbench.benchmark.scoring.report import run_html
+from researchbench.benchmark.scoring.runs import RunRecord, load_run
+from researchbench.benchmark.scoring.solution_readme import README, solution_readme
+from researchbench.benchmark.tasks.manifest import TaskSpec, load_task
 
 BEST_DIR = "best_solution"
 REPORT = "report.html"
@@ -36,7 +36,7 @@ def write_best_files(run: RunRecord, directory: Path) -> bool:
 
 def _task_spec(task: str) -> TaskSpec | None:
     """The run's task manifest for the README's re-run commands; None when it is not registered here."""
-    from benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.plugins.manager import get_registry
 
     try:
         return load_task(get_registry().tasks[task])

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmark.executors.base import charged_seconds
-from benchmark.scoring.normalize import achievement
-from benchmark.scoring.runs import RunRecord, is_ok
+from researchbench.benchmark.executors.base import charged_seconds
+from researchbench.benchmark.scoring.normalize import achievement
+from researchbench.benchmark.scoring.runs import RunRecord, is_ok
 
 EPS = 1e-12
 REGIMES = ("productive", "early_plateau", "stuck_low", "scored_zero", "never_enters_loop")

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from benchmark.records.journal import read_records
-from benchmark.records.kinds import Finished
-from benchmark.scoring.normalize import achievement, unclipped
-from benchmark.scoring.runs import MetricInfo
+from researchbench.benchmark.records.journal import read_records
+from researchbench.benchmark.records.kinds import Finished
+from researchbench.benchmark.scoring.normalize import achievement, unclipped
+from researchbench.benchmark.scoring.runs import MetricInfo
 
 TO_GAIN = 0.9  # "experiments to reach 90% of the run's final gain" (on validation, what the agent saw)
 
@@ -88,7 +88,7 @@ def entry(folder: Path, root: Path, spec: Any) -> Entry:
 
 def entries(root: Path, tasks: dict[str, Path]) -> list[Entry]:
     """Every finished recording under `root` of a registered task."""
-    from benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.tasks.manifest import load_task
 
     found = []
     for path in sorted(root.rglob("summary.json")):

@@ -32,10 +32,10 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from benchmark.common.errors import UserError
-from benchmark.scoring.export import REPORT, write_best_files
-from benchmark.scoring.report import run_html
-from benchmark.scoring.runs import RunRecord, is_ok
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.scoring.export import REPORT, write_best_files
+from researchbench.benchmark.scoring.report import run_html
+from researchbench.benchmark.scoring.runs import RunRecord, is_ok
 
 EXPERIMENT = "researchbench"
 STORE_DIR = "mlruns"  # the default local store, in the metric report's folder

@@ -19,9 +19,9 @@ from typing import Any
 
 import pandas as pd
 
-from benchmark.scoring.normalize import NAN
-from benchmark.scoring.runs import RunRecord
-from benchmark.tasks.noise import sd_text
+from researchbench.benchmark.scoring.normalize import NAN
+from researchbench.benchmark.scoring.runs import RunRecord
+from researchbench.benchmark.tasks.noise import sd_text
 
 COLUMNS = ("noise_unit", "val_size", "test_size", "val_sd", "test_sd", "noise_method", "best_drop", "best_drop_sd",
            "baseline_drop", "baseline_drop_sd")
@@ -54,8 +54,8 @@ def _parse(record: Any) -> TaskNoise | None:
 def _manifest_noise(task: str, version: str) -> TaskNoise | None:
     """The registered task's measured noise, if it was measured on this version."""
     try:
-        from benchmark.plugins.manager import get_registry
-        from benchmark.tasks.manifest import load_task
+        from researchbench.benchmark.plugins.manager import get_registry
+        from researchbench.benchmark.tasks.manifest import load_task
 
         noise = load_task(get_registry().tasks[task]).noise
     except Exception:  # an unknown or broken task: its runs still score, without noise

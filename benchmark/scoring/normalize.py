@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 
-from benchmark.scoring.ranges import NIRange
-from benchmark.scoring.runs import MetricInfo
+from researchbench.benchmark.scoring.ranges import NIRange
+from researchbench.benchmark.scoring.runs import MetricInfo
 
 HEADLINE = "achievement"
 HEADLINE_WHY = ("headline = FARBench's clipped achievement clip((s-floor)/(target-floor), 0, 1): bounded per task, "

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from benchmark.records.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK
-from benchmark.scoring.normalize import NAN
-from benchmark.records.journal import BASELINE_ID
-from benchmark.scoring.runs import RunRecord, is_ok
+from researchbench.benchmark.records.journal import AGENT_FAILED, BUGGY, EDIT_FAILED, NO_OP, OK
+from researchbench.benchmark.scoring.normalize import NAN
+from researchbench.benchmark.records.journal import BASELINE_ID
+from researchbench.benchmark.scoring.runs import RunRecord, is_ok
 
 
 def operator_counts(run: RunRecord) -> list[dict[str, Any]]:

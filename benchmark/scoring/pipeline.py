@@ -13,12 +13,12 @@ from typing import Callable
 
 import pandas as pd
 
-from benchmark.common.errors import UserError
-from benchmark.common.inert_text import csv_safe, inert
-from benchmark.scoring import comparisons, keys, noise_gap, tables
-from benchmark.scoring.normalize import HEADLINE_WHY
-from benchmark.scoring.runs import RunRecord
-from benchmark.scoring.selection import NOT_SCORED_COLUMNS, Filters, Selection, select_runs
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.inert_text import csv_safe, inert
+from researchbench.benchmark.scoring import comparisons, keys, noise_gap, tables
+from researchbench.benchmark.scoring.normalize import HEADLINE_WHY
+from researchbench.benchmark.scoring.runs import RunRecord
+from researchbench.benchmark.scoring.selection import NOT_SCORED_COLUMNS, Filters, Selection, select_runs
 
 
 @dataclass
@@ -64,7 +64,7 @@ def markdown(df: pd.DataFrame, index: bool = False) -> str:
 def select(options: Options, warn: Callable[[str], None]) -> Selection:
     tasks = list(options.tasks)
     if options.suite:
-        from benchmark.tasks.suites import suite_tasks
+        from researchbench.benchmark.tasks.suites import suite_tasks
 
         suite = suite_tasks(options.suite)
         tasks = [t for t in suite if t in tasks] if tasks else suite
@@ -76,7 +76,7 @@ def select(options: Options, warn: Callable[[str], None]) -> Selection:
 def embed(runs: list[RunRecord], options: Options, say: Callable[[str], None]) -> dict | None:
     if not options.embeddings:
         return None
-    from benchmark.scoring.embeddings import DEFAULT_CACHE, GRAPHCODEBERT, EmbeddingUnavailable, Embedder, embed_runs
+    from researchbench.benchmark.scoring.embeddings import DEFAULT_CACHE, GRAPHCODEBERT, EmbeddingUnavailable, Embedder, embed_runs
 
     try:
         embedder = Embedder(options.embedding_model or GRAPHCODEBERT, options.embedding_cache or DEFAULT_CACHE,
@@ -131,7 +131,7 @@ def score(options: Options, say: Callable[[str], None]) -> dict[str, pd.DataFram
     if out.resolve().is_relative_to(options.results.resolve()):
         raise UserError(f"--out {out} is inside the results being scored; choose another directory")
     if options.mlflow is not None:  # a bad store is one line, before any note about the runs
-        from benchmark.scoring.mlflow_export import check_store
+        from researchbench.benchmark.scoring.mlflow_export import check_store
 
         check_store(options.mlflow or None, out, options.results)
     chosen = select(options, say)
@@ -186,7 +186,7 @@ def score(options: Options, say: Callable[[str], None]) -> dict[str, pd.DataFram
     if options.html:
         _html(runs, results, plots, options)
     if options.mlflow is not None:
-        from benchmark.scoring.mlflow_export import export
+        from researchbench.benchmark.scoring.mlflow_export import export
 
         export(runs, df, options.mlflow or None, out, options.results, say)
     # what the closing line may name: plots/ only if a plot was drawn (matplotlib may be missing)
@@ -198,7 +198,7 @@ def score(options: Options, say: Callable[[str], None]) -> dict[str, pd.DataFram
 
 def _plots(runs: list[RunRecord], df: pd.DataFrame, say: Callable[[str], None]) -> list[tuple[str, bytes]]:
     try:
-        from benchmark.scoring import plots
+        from researchbench.benchmark.scoring import plots
     except ImportError:
         say("note: matplotlib is not installed, so no plots (pip install -c requirements/lock.txt -e '.[metrics]')")
         return []
@@ -208,7 +208,7 @@ def _plots(runs: list[RunRecord], df: pd.DataFrame, say: Callable[[str], None]) 
 
 def _html(runs: list[RunRecord], results: dict[str, pd.DataFrame], plots: list[tuple[str, bytes]],
           options: Options) -> None:
-    from benchmark.scoring import report
+    from researchbench.benchmark.scoring import report
 
     run_dir = options.out / "runs"
     run_dir.mkdir(exist_ok=True)

@@ -10,9 +10,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from benchmark.scoring.normalize import achievement
-from benchmark.records.journal import BASELINE_ID
-from benchmark.scoring.runs import RunRecord, is_ok
+from researchbench.benchmark.scoring.normalize import achievement
+from researchbench.benchmark.records.journal import BASELINE_ID
+from researchbench.benchmark.scoring.runs import RunRecord, is_ok
 
 
 def _pyplot():

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.records.journal import BASELINE_ID, Node
-from benchmark.scoring.normalize import NAN, fml_ni
-from benchmark.scoring.ranges import NIRange
-from benchmark.scoring.runs import RunRecord, is_ok
+from researchbench.benchmark.records.journal import BASELINE_ID, Node
+from researchbench.benchmark.scoring.normalize import NAN, fml_ni
+from researchbench.benchmark.scoring.ranges import NIRange
+from researchbench.benchmark.scoring.runs import RunRecord, is_ok
 
 FIRST_IMPROVEMENT_EPS = 1e-15  # FML-bench's thresholds, kept as they are
 LATE_GAIN_EPS = 1e-12

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from benchmark.scoring.runs import MetricInfo
+from researchbench.benchmark.scoring.runs import MetricInfo
 
 MODES = ("manifest", "fml")
 BASELINE = "baseline"  # p_worst = the run's own baseline score

@@ -15,11 +15,11 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from benchmark.common.inert_text import inert, map_text
-from benchmark.common.safefs import safe_relpath
-from benchmark.llm.accounting import OFFLINE_LABEL, cost_text
-from benchmark.records.journal import Node
-from benchmark.scoring.runs import RunRecord
+from researchbench.benchmark.common.inert_text import inert, map_text
+from researchbench.benchmark.common.safefs import safe_relpath
+from researchbench.benchmark.llm.accounting import OFFLINE_LABEL, cost_text
+from researchbench.benchmark.records.journal import Node
+from researchbench.benchmark.scoring.runs import RunRecord
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,7 +95,7 @@ def _curve_svg(run: RunRecord) -> str:
     """The run's best-so-far chart with its axes, drawn by matplotlib (benchmark.scoring.plots); a run's own
     page written where the metrics extra is not installed says how to get it."""
     try:
-        from benchmark.scoring.plots import run_curve_svg
+        from researchbench.benchmark.scoring.plots import run_curve_svg
 
         return run_curve_svg(run)
     except ImportError:

@@ -15,11 +15,11 @@ from typing import Any
 
 import yaml
 
-from benchmark.common.errors import UserError
-from benchmark.records.journal import BASELINE_ID, OK, BlobStore, Node, read_records
-from benchmark.records.kinds import Final, Finished
-from benchmark.records.sweep_jobs import is_sweep_dir, sweep_run_dirs
-from benchmark.scoring import keys
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.records.journal import BASELINE_ID, OK, BlobStore, Node, read_records
+from researchbench.benchmark.records.kinds import Final, Finished
+from researchbench.benchmark.records.sweep_jobs import is_sweep_dir, sweep_run_dirs
+from researchbench.benchmark.scoring import keys
 
 SKIP_DIRS = {".multirun", "llm_cache", "blobs", "scratch", "best_solution", "metric_reports"}
 
@@ -193,8 +193,8 @@ def _journal(path: Path) -> tuple[list[Node], Final | None, list[str]]:
 def _manifest_facts(task: str) -> tuple[str, float | None]:
     """Domain and best_possible from the task manifest, for summaries written before they were recorded."""
     try:
-        from benchmark.plugins.manager import get_registry
-        from benchmark.tasks.manifest import load_task
+        from researchbench.benchmark.plugins.manager import get_registry
+        from researchbench.benchmark.tasks.manifest import load_task
 
         spec = load_task(get_registry().tasks[task])
         return spec.domain, spec.metric.best_possible

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from benchmark.common.errors import UserError
-from benchmark.scoring.runs import RunRecord, budget_label, find_runs, load_run
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.scoring.runs import RunRecord, budget_label, find_runs, load_run
 
 FINISHED = "finished"
 ABORTED = "aborted"  # the engine's status for an infrastructure outage; `abort_cause` says which

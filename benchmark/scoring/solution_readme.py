@@ -8,12 +8,12 @@ from __future__ import annotations
 import re
 import shlex
 
-from benchmark.common.inert_text import inert
-from benchmark.common.paths import REPO_ROOT
-from benchmark.edits import unified_diff
-from benchmark.scoring.runs import RunRecord
-from benchmark.tasks.manifest import TaskSpec, render
-from benchmark.tasks.workspace import workspace_root
+from researchbench.benchmark.common.inert_text import inert
+from researchbench.benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.edits import unified_diff
+from researchbench.benchmark.scoring.runs import RunRecord
+from researchbench.benchmark.tasks.manifest import TaskSpec, render
+from researchbench.benchmark.tasks.workspace import workspace_root
 
 README = "README.md"
 MAX_DIFF_CHARS = 40_000  # a README is read by a person; the full diff stays in the run's blobs

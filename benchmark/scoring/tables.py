@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchmark.common.errors import UserError
-from benchmark.scoring import farbench, noise_gap, operators, ranges
-from benchmark.scoring.keys import GROUP_KEYS, NEVER_POOLED
-from benchmark.scoring.normalize import HEADLINE, achievement, fml_ni, unclipped
-from benchmark.scoring.process import process_metrics
-from benchmark.scoring.runs import RunRecord
-from benchmark.scoring.stats import bootstrap_ci, finite, mean_sem
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.scoring import farbench, noise_gap, operators, ranges
+from researchbench.benchmark.scoring.keys import GROUP_KEYS, NEVER_POOLED
+from researchbench.benchmark.scoring.normalize import HEADLINE, achievement, fml_ni, unclipped
+from researchbench.benchmark.scoring.process import process_metrics
+from researchbench.benchmark.scoring.runs import RunRecord
+from researchbench.benchmark.scoring.stats import bootstrap_ci, finite, mean_sem
 
 VARIANT_KEYS = ("budget", "llm", "config")  # what tells one agent's runs apart in the agents x tasks views
 # the per-run columns summarized over seeds in the groups table

@@ -4,9 +4,9 @@ task's workspace (`workspace`, `fetch`, `shipped_data`, `requirements_check`), s
 and what agents are shown of a task: the data preview (`data_preview`) and the library versions its jobs
 run with (`environment`).
 
-May import: `benchmark.common` and `task_runtime` (its file-name conventions) only. Everything above
+May import: `researchbench.benchmark.common` and `task_runtime` (its file-name conventions) only. Everything above
 reads a task through here.
 """
-from benchmark.tasks.manifest import Budget, Metric, TaskSpec, load_task
+from researchbench.benchmark.tasks.manifest import Budget, Metric, TaskSpec, load_task
 
 __all__ = ["Budget", "Metric", "TaskSpec", "load_task"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 
-from benchmark.tasks.manifest import TaskSpec
+from researchbench.benchmark.tasks.manifest import TaskSpec
 
 
 # Importable in every job whether a task names them or not (the harness's own stack): an LLM must not

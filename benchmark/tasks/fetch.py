@@ -1,7 +1,7 @@
 """What an external task fetches at prepare time: a git repository at a pinned commit, and checksummed
 downloads. Both land in a cache next to the workspaces (`<workspace root>/.cache/`) only once complete
 and verified, so a wrong commit, a wrong checksum or a dropped connection is one line and leaves
-nothing half-written; `benchmark.tasks.workspace.prepare` copies from the cache into its staging folder.
+nothing half-written; `researchbench.benchmark.tasks.workspace.prepare` copies from the cache into its staging folder.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from benchmark.common.errors import UserError
-from benchmark.tasks.manifest import Download, Repo, TaskSpec
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.tasks.manifest import Download, Repo, TaskSpec
 
 CACHE_DIR = ".cache"  # under the workspace root; task names cannot start with a dot
 DOWNLOAD_TIMEOUT_S = 60.0

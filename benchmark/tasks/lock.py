@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.common.paths import REPO_ROOT
 
 if TYPE_CHECKING:
-    from benchmark.tasks.manifest import TaskSpec
+    from researchbench.benchmark.tasks.manifest import TaskSpec
 
 LOCK_PATH = REPO_ROOT / "requirements" / "lock.txt"
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)\s*(?:#.*)?$")
@@ -135,7 +135,7 @@ def version_changes(recorded: dict[str, str], current: dict[str, str]) -> list[s
 def record_environment_note(spec: TaskSpec) -> str:
     """Why a baseline record may not reproduce here, naming both environments ("recorded under
     scikit-learn 1.8.0, this machine has 1.9.1"); "" when neither the record nor the lock says why."""
-    from benchmark.tasks.environment import requirement_versions
+    from researchbench.benchmark.tasks.environment import requirement_versions
 
     here = requirement_versions(spec)
     recorded = spec.baseline.environment if spec.baseline else None
@@ -158,7 +158,7 @@ def missing(lock: Lock) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m benchmark.tasks.lock --check`: exit 1 and one line per difference when this environment is
+    """`python -m researchbench.benchmark.tasks.lock --check`: exit 1 and one line per difference when this environment is
     not the lock's (CI runs it after installing from the lock)."""
     import argparse
 

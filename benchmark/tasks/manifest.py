@@ -19,9 +19,9 @@ from typing import Any
 
 import yaml
 
-from benchmark.common.errors import UserError
-from benchmark.tasks.noise import Noise, parse_noise
-from benchmark.tasks.schema import SCHEMA_VERSION, notice, upgrade
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.tasks.noise import Noise, parse_noise
+from researchbench.benchmark.tasks.schema import SCHEMA_VERSION, notice, upgrade
 
 # Placeholders each kind of command may use. Agent-run phases never see {labels} or {metrics};
 # only the test phase sees {test_inputs}. This is how the manifest keeps hidden data hidden.

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Callable
 
-from benchmark.common.errors import UserError
+from researchbench.benchmark.common.errors import UserError
 
 Fail = Callable[[str, str], UserError]  # (key, problem) -> the one-line error naming file and key
 LABEL_SUFFIXES = (".csv", ".npz")

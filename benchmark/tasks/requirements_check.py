@@ -1,7 +1,7 @@
 """All built-in tasks' requirements must install together on a CPU machine without CUDA wheels.
 
-    python -m benchmark.tasks.requirements_check --dry-run     # before installing: what pip would add (needs PyPI)
-    python -m benchmark.tasks.requirements_check --installed   # after installing: what is there now
+    python -m researchbench.benchmark.tasks.requirements_check --dry-run     # before installing: what pip would add (needs PyPI)
+    python -m researchbench.benchmark.tasks.requirements_check --installed   # after installing: what is there now
 
 An offender is a distribution named `nvidia-*` or `triton` (the CUDA stack a GPU torch wheel drags in), or
 a torch other than the one installed (an unpinned torch replacing the CPU build). Exit 1 and one line per
@@ -17,8 +17,8 @@ import re
 import subprocess
 import sys
 
-from benchmark.common.paths import REPO_ROOT
-from benchmark.tasks.manifest import TaskSpec, load_task
+from researchbench.benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.tasks.manifest import TaskSpec, load_task
 
 _CUDA = re.compile(r"^(nvidia-.*|triton)$")
 

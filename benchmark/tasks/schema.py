@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from benchmark.common.errors import UserError
-from benchmark.common.safefs import write_text_atomic
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.safefs import write_text_atomic
 
 SCHEMA_VERSION = 2
 _noticed: set[Path] = set()  # manifests whose upgrade notice was printed in this process
@@ -75,7 +75,7 @@ def derive_outputs(raw: dict[str, Any], task_dir: Path) -> tuple[list[str], str]
                 files.append(right)
     if files and script is not None:
         return files, f"what {script.name} reads from {{output}}"
-    from task_runtime.outputs import PREDICTIONS  # lazily: it loads pandas
+    from researchbench.task_runtime.outputs import PREDICTIONS  # lazily: it loads pandas
 
     return [PREDICTIONS], "the conventional predictions file (the evaluator names none)"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from benchmark.common.errors import UserError
-from benchmark.common.paths import REPO_ROOT
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.paths import REPO_ROOT
 
 SUITES_FILE = REPO_ROOT / "ml_tasks" / "suites.yaml"
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from benchmark.common.errors import UserError
-from benchmark.tasks.manifest import TaskSpec, load_task
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.tasks.manifest import TaskSpec, load_task
 
 FALLBACK_SUFFIX = "-cpu"
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
-from benchmark.common.errors import UserError
-from benchmark.common.paths import REPO_ROOT, task_runtime_dir
-from benchmark.tasks.manifest import TaskSpec, render
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.paths import REPO_ROOT, task_runtime_dir
+from researchbench.benchmark.tasks.manifest import TaskSpec, render
 
 # The group that may read labels: the evaluator's sandbox user has it, agent jobs never do. Only a
 # root harness can set it; otherwise the labels are the harness user's alone (0700).
@@ -261,7 +261,7 @@ def prepare(spec: TaskSpec, root: Path | None = None, force: bool = False, log: 
     writes the data, the baseline code is copied (laid over a checkout of `repo` when the task has one),
     the checksum manifest is written last, and the folder replaces the old one with a rename.
     """
-    from benchmark.tasks import fetch
+    from researchbench.benchmark.tasks import fetch
 
     _check_layout(spec)
     task_root = _task_root(spec, root)
@@ -325,7 +325,7 @@ def ensure_requirements(spec: TaskSpec, log: Log = print) -> None:
     dependencies are the locked ones too. `no_deps` ones go in a separate `--no-deps` call, after the others."""
     from packaging.requirements import InvalidRequirement, Requirement
 
-    from benchmark.tasks.lock import canonical, read_lock
+    from researchbench.benchmark.tasks.lock import canonical, read_lock
 
     lock = read_lock()
     pins = lock.pins if lock else {}

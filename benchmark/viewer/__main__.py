@@ -1,7 +1,7 @@
-"""`python -m benchmark.viewer [RESULTS] [--port N] [--host H] [--no-browser]`."""
+"""`python -m researchbench.benchmark.viewer [RESULTS] [--port N] [--host H] [--no-browser]`."""
 
 import sys
 
-from benchmark.viewer.cli import main
+from researchbench.benchmark.viewer.cli import main
 
 sys.exit(main(sys.argv[1:]))

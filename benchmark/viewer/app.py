@@ -19,13 +19,13 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from benchmark.common.inert_text import inert
-from benchmark.viewer.catalog import Catalog, RunFolder
-from benchmark.viewer.compare import compare_json
-from benchmark.viewer.files import Results
-from benchmark.viewer.leaderboard_page import board, fmt
-from benchmark.viewer.rundata import node_json, run_json
-from benchmark.viewer.security import Guard
+from researchbench.benchmark.common.inert_text import inert
+from researchbench.benchmark.viewer.catalog import Catalog, RunFolder
+from researchbench.benchmark.viewer.compare import compare_json
+from researchbench.benchmark.viewer.files import Results
+from researchbench.benchmark.viewer.leaderboard_page import board, fmt
+from researchbench.benchmark.viewer.rundata import node_json, run_json
+from researchbench.benchmark.viewer.security import Guard
 
 HERE = Path(__file__).resolve().parent
 NODE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")

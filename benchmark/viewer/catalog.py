@@ -19,15 +19,15 @@ from typing import Any
 
 import yaml
 
-from benchmark.common.inert_text import inert
-from benchmark.llm.accounting import cost_text
-from benchmark.records.journal import BASELINE_ID
-from benchmark.records.sweep_jobs import JOB_RECORD, SWEEP_MARK
-from benchmark.scoring.keys import llm_source
-from benchmark.scoring.runs import SKIP_DIRS
-from benchmark.viewer.files import Results
-from benchmark.viewer.journal_view import JOURNAL, RECORDED_JOURNAL, JournalCache, JournalView
-from benchmark.viewer.status import derive, owner_record
+from researchbench.benchmark.common.inert_text import inert
+from researchbench.benchmark.llm.accounting import cost_text
+from researchbench.benchmark.records.journal import BASELINE_ID
+from researchbench.benchmark.records.sweep_jobs import JOB_RECORD, SWEEP_MARK
+from researchbench.benchmark.scoring.keys import llm_source
+from researchbench.benchmark.scoring.runs import SKIP_DIRS
+from researchbench.benchmark.viewer.files import Results
+from researchbench.benchmark.viewer.journal_view import JOURNAL, RECORDED_JOURNAL, JournalCache, JournalView
+from researchbench.benchmark.viewer.status import derive, owner_record
 
 SCAN_TTL_S = 2.0  # a scan of the folder is reused this long (every open page polls)
 SMALL_FILE = 4 << 20  # summary.json, config.yaml, a sweep job's run.json

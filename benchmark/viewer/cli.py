@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             import uvicorn
 
-            from benchmark.viewer.app import create_app
+            from researchbench.benchmark.viewer.app import create_app
         except ImportError as exc:
             raise ViewError(f"the viewer needs {exc.name or 'starlette and uvicorn'}: {INSTALL}") from None
         results: Path = args.results

@@ -6,9 +6,9 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from benchmark.common.inert_text import inert
-from benchmark.viewer.catalog import Catalog, RunFolder
-from benchmark.viewer.rundata import BASELINE_ID, Blobs, run_json
+from researchbench.benchmark.common.inert_text import inert
+from researchbench.benchmark.viewer.catalog import Catalog, RunFolder
+from researchbench.benchmark.viewer.rundata import BASELINE_ID, Blobs, run_json
 
 DIFF_CAP = 200_000  # characters of one run's best diff
 

@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmark.common.safefs import read_fd
+from researchbench.benchmark.common.safefs import read_fd
 
 READ_CAP = 64 << 20  # one file read whole (a journal of a long run; blobs are capped lower by their callers)
 

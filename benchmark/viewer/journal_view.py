@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark.records.kinds import (Aborted, Abandoned, BadRecord, Final, Finished, Header, Pending, Record,
+from researchbench.benchmark.records.kinds import (Aborted, Abandoned, BadRecord, Final, Finished, Header, Pending, Record,
                                      parse_lines)
-from benchmark.viewer.files import Results
+from researchbench.benchmark.viewer.files import Results
 
 JOURNAL, RECORDED_JOURNAL = "journal.jsonl", "journal.jsonl.gz"
 GZ_CAP = 64 << 20  # a recording's journal, decompressed

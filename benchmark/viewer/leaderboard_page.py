@@ -9,8 +9,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmark.scoring.leaderboard import Entry, entry
-from benchmark.viewer.catalog import Catalog
+from researchbench.benchmark.scoring.leaderboard import Entry, entry
+from researchbench.benchmark.viewer.catalog import Catalog
 
 
 @dataclass
@@ -22,8 +22,8 @@ class Board:
 
 
 def board(catalog: Catalog) -> Board:
-    from benchmark.plugins.manager import get_registry
-    from benchmark.tasks.manifest import load_task
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.tasks.manifest import load_task
 
     tasks = get_registry().tasks
     out, rows, specs = Board(), [], {}

@@ -12,10 +12,10 @@ import json
 import re
 from typing import Any
 
-from benchmark.common.inert_text import inert
-from benchmark.llm.accounting import OFFLINE_LABEL
-from benchmark.viewer.catalog import Catalog, RunFolder, number
-from benchmark.viewer.journal_view import JournalView
+from researchbench.benchmark.common.inert_text import inert
+from researchbench.benchmark.llm.accounting import OFFLINE_LABEL
+from researchbench.benchmark.viewer.catalog import Catalog, RunFolder, number
+from researchbench.benchmark.viewer.journal_view import JournalView
 
 BASELINE_ID = "0000"
 TEXT_CAP = 200_000  # bytes of one blob shown (a job's stream is capped at 1 MB by the harness)

@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmark.records.owner import OWNER_FILE, alive
-from benchmark.viewer.files import Results
-from benchmark.viewer.journal_view import JournalView
+from researchbench.benchmark.records.owner import OWNER_FILE, alive
+from researchbench.benchmark.viewer.files import Results
+from researchbench.benchmark.viewer.journal_view import JournalView
 
 RUNNING, FINISHED, ABORTED, INTERRUPTED, UNKNOWN = "running", "finished", "aborted", "interrupted", "unknown"
 STOPPED = {FINISHED, ABORTED, INTERRUPTED}

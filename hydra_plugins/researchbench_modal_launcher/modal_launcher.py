@@ -20,7 +20,7 @@ class ModalLauncher(Launcher):
         self.config, self.hydra_context = config, hydra_context
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from benchmark.launch.modal_launch import launch
+        from researchbench.benchmark.launch.modal_launch import launch
 
         assert self.config is not None and self.hydra_context is not None
         return launch(self.settings, self.hydra_context, self.config, job_overrides, initial_job_idx)

@@ -1,6 +1,6 @@
 """Write the adversarial_robustness task's data into a workspace folder: sklearn's digits, redrawn by a generator.
 
-Run by `benchmark.tasks.workspace.prepare` (never by agent code):
+Run by `researchbench.benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/adversarial_robustness>
 

@@ -1,6 +1,6 @@
 """Write the causal_discovery task's data: observational samples from hidden random DAGs.
 
-Run by `benchmark.tasks.workspace.prepare` (never by agent code):
+Run by `researchbench.benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/causal_discovery>
 

@@ -1,6 +1,6 @@
 """Write the causal_effect task's data: simulated covariates with hidden random response surfaces.
 
-Run by `benchmark.tasks.workspace.prepare` (never by agent code):
+Run by `researchbench.benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/causal_effect>
 

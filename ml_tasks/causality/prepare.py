@@ -1,6 +1,6 @@
 """Write the causality task's data into a workspace folder: IHDP covariates with Hill's surface B.
 
-Run by `benchmark.tasks.workspace.prepare` (never by agent code):
+Run by `researchbench.benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/causality>
 

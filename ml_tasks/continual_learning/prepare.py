@@ -1,7 +1,7 @@
 """Write the continual_learning task's data: sklearn's digits as five class-incremental splits, each split
 recorded under its own hidden distribution of conditions, drawn image by image.
 
-Run by `benchmark.tasks.workspace.prepare` (never by agent code):
+Run by `researchbench.benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/continual_learning>
 

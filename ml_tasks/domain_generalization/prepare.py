@@ -1,6 +1,6 @@
 """Write the domain_generalization task's data: Colored-MNIST (Arjovsky et al., 2019) on sklearn's digits.
 
-Run by `benchmark.tasks.workspace.prepare` (never by agent code):
+Run by `researchbench.benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/domain_generalization> [--scale lite|gpu]
 

@@ -1,6 +1,6 @@
 """Write the fairness task's data: Fair's (1978) survey covariates with labels drawn from a hidden model.
 
-Run by `benchmark.tasks.workspace.prepare` (never by agent code):
+Run by `researchbench.benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/fairness>
 

@@ -1,7 +1,7 @@
 """Write the federated_learning task's data: sklearn's digits spread over 10 non-IID clients, each scanning
 its digits with a device of its own whose effects vary from image to image.
 
-Run by `benchmark.tasks.workspace.prepare` (never by agent code):
+Run by `researchbench.benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/federated_learning>
 

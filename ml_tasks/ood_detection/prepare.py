@@ -2,7 +2,7 @@
 distribution; glyphs of unseen classes and structurally altered glyphs of the five classes out of distribution,
 in hidden proportions that differ between validation and the hidden test.
 
-Run by `benchmark.tasks.workspace.prepare` (never by agent code):
+Run by `researchbench.benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/ood_detection> [--scale lite|gpu]
 

@@ -1,6 +1,6 @@
 """Write the privacy task's data: two membership-inference "worlds" built from scikit-learn's digits, offline.
 
-Run by `benchmark.tasks.workspace.prepare` (never by agent code):
+Run by `researchbench.benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/privacy>
 

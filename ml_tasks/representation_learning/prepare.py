@@ -1,6 +1,6 @@
 """Write the representation_learning task's data: sklearn's digits drawn with hidden nuisances on a 16x16 canvas.
 
-Run by `benchmark.tasks.workspace.prepare` (never by agent code):
+Run by `researchbench.benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/representation_learning>
 

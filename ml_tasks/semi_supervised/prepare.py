@@ -1,6 +1,6 @@
 """Write the semi_supervised task's data: digits with 1 label per class and 1068 unlabeled images.
 
-Run by `benchmark.tasks.workspace.prepare` (never by agent code):
+Run by `researchbench.benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/semi_supervised>
 

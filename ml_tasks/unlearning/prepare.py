@@ -1,7 +1,7 @@
 """Write the unlearning task's data: digits by several writers, a classifier trained on all of them, and
 the request to forget one writer.
 
-Run by `benchmark.tasks.workspace.prepare` (never by agent code):
+Run by `researchbench.benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/unlearning> [--scale lite|gpu]
 

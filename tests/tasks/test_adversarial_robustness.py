@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmark.tasks import workspace as ws
-from benchmark.tasks.manifest import TaskSpec
+from researchbench.benchmark.tasks import workspace as ws
+from researchbench.benchmark.tasks.manifest import TaskSpec
 from task_kit import code_copy, ev, evaluate, phase_args, prepared, run_driver, spec, with_params
 
 TASK = "adversarial_robustness"

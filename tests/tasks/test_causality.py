@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmark.tasks import workspace as ws
-from benchmark.tasks.manifest import TaskSpec
+from researchbench.benchmark.tasks import workspace as ws
+from researchbench.benchmark.tasks.manifest import TaskSpec
 from task_kit import (baseline_run, code_copy, driver_rejects, evaluate_ok, evaluator_rejects, phase_args, prepared,
                       run_driver, spec, task_dir, value_column_breakages)
 

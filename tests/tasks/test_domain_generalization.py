@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmark.tasks import workspace as ws
-from benchmark.tasks.manifest import TaskSpec
+from researchbench.benchmark.tasks import workspace as ws
+from researchbench.benchmark.tasks.manifest import TaskSpec
 from task_kit import baseline_run, driver_rejects, ev, prepared, rejects_inprocess, spec
 
 TASK = "domain_generalization"

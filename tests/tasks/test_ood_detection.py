@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmark.tasks import workspace as ws
-from benchmark.tasks.manifest import TaskSpec
+from researchbench.benchmark.tasks import workspace as ws
+from researchbench.benchmark.tasks.manifest import TaskSpec
 from task_kit import (baseline_run, driver_rejects, ev, overlay_run, prepared, rejects_inprocess, spec,
                       value_column_breakages)
 

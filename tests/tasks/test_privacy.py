@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmark.tasks.manifest import load_task
+from researchbench.benchmark.tasks.manifest import load_task
 
 from conftest import HANG_TIMEOUT_S
 from task_kit import TASK_ENV, baseline_run, driver_rejects, ev, prepared, task_dir

@@ -6,8 +6,8 @@ them, CPU time and resident memory read from /proc (`cpu_time`, `resident_memory
 (`job_pids`), killing a tree until it is gone (`kill_loop`), no user namespaces inside (`no_userns`), open-file
 limits (`open_files`), files a job still holds (`held_files`) and GPU slots (`gpus`).
 
-May import: `benchmark.executors` (base, gpu_devices, output, remote_files), `benchmark.common`.
+May import: `researchbench.benchmark.executors` (base, gpu_devices, output, remote_files), `researchbench.benchmark.common`.
 """
-from benchmark.executors.local.backend import LocalExecutor, LocalExecutorConfig
+from researchbench.benchmark.executors.local.backend import LocalExecutor, LocalExecutorConfig
 
 __all__ = ["LocalExecutor", "LocalExecutorConfig"]

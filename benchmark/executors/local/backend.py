@@ -38,17 +38,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Optional
 
-from benchmark.common.domains import domain, out_of_range
-from benchmark.common.errors import UserError
-from benchmark.common.safefs import tree_usage
-from benchmark.executors.base import (CPU, CPU_WHY, GPU_WALL_WHY, WALL, Executor, ExecutorConfig, Job, JobResult,
+from researchbench.benchmark.common.domains import domain, out_of_range
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.safefs import tree_usage
+from researchbench.benchmark.executors.base import (CPU, CPU_WHY, GPU_WALL_WHY, WALL, Executor, ExecutorConfig, Job, JobResult,
                                      job_problem)
-from benchmark.executors.gpu_devices import GpuDevices
-from benchmark.executors.local.cgroups import JobCgroup
-from benchmark.executors.local.cpu_time import ProcessTreeCpu
-from benchmark.executors.local.gpus import GpuPool, slots_problem
-from benchmark.executors.local.held_files import HeldFiles
-from benchmark.executors.local.job_fs import (
+from researchbench.benchmark.executors.gpu_devices import GpuDevices
+from researchbench.benchmark.executors.local.cgroups import JobCgroup
+from researchbench.benchmark.executors.local.cpu_time import ProcessTreeCpu
+from researchbench.benchmark.executors.local.gpus import GpuPool, slots_problem
+from researchbench.benchmark.executors.local.held_files import HeldFiles
+from researchbench.benchmark.executors.local.job_fs import (
     SUPERVISOR_PATH,
     CopyBack,
     copy_back_roots,
@@ -58,13 +58,13 @@ from benchmark.executors.local.job_fs import (
     relocation_problem,
     supervisor_spec,
 )
-from benchmark.executors.local.job_pids import SeenPids
-from benchmark.executors.local.job_uids import JOB_USER, MAX_UID, JobUids
-from benchmark.executors.local.kill_loop import kill_until_gone
-from benchmark.executors.local.no_userns import no_userns_program, program_fd
-from benchmark.executors.local.open_files import bound_note, file_max, open_files_limit
-from benchmark.executors.local.resident_memory import guard_for
-from benchmark.executors.local.sandbox import (
+from researchbench.benchmark.executors.local.job_pids import SeenPids
+from researchbench.benchmark.executors.local.job_uids import JOB_USER, MAX_UID, JobUids
+from researchbench.benchmark.executors.local.kill_loop import kill_until_gone
+from researchbench.benchmark.executors.local.no_userns import no_userns_program, program_fd
+from researchbench.benchmark.executors.local.open_files import bound_note, file_max, open_files_limit
+from researchbench.benchmark.executors.local.resident_memory import guard_for
+from researchbench.benchmark.executors.local.sandbox import (
     JOB_ID_ENV,
     RUNTIME_LIB,
     SANDBOX_MODES,
@@ -75,7 +75,7 @@ from benchmark.executors.local.sandbox import (
     resolve_sandbox,
     sandbox_layout,
 )
-from benchmark.executors.output import CappedWriter
+from researchbench.benchmark.executors.output import CappedWriter
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ class LocalExecutorConfig(ExecutorConfig):
 
 
 class LocalExecutor(Executor):
-    """The local backend of the `Executor` protocol (see `benchmark.executors.base`)."""
+    """The local backend of the `Executor` protocol (see `researchbench.benchmark.executors.base`)."""
 
     def __init__(self, config: Optional[LocalExecutorConfig] = None, *, use_cgroups: bool = True,
                  gpu_devices: Optional[GpuDevices] = None):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from benchmark.executors.local.kill_loop import kill_until_gone
+from researchbench.benchmark.executors.local.kill_loop import kill_until_gone
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Optional, Sequence
 
-from benchmark.executors.base import Job
-from benchmark.executors.remote_files import MAX_DEPTH, MAX_ENTRIES, unpack
+from researchbench.benchmark.executors.base import Job
+from researchbench.benchmark.executors.remote_files import MAX_DEPTH, MAX_ENTRIES, unpack
 
 JOB_ROOT = "/job"  # the capped tmpfs; every writable place lies under it
 STAGE_ROOT = "/.researchbench/stage"  # where the host's writable dirs are bound read-only, to copy in

@@ -24,8 +24,8 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-from benchmark.common.errors import UserError
-from benchmark.executors.local.kill_loop import kill_until_gone
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.executors.local.kill_loop import kill_until_gone
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ import functools
 import os
 import tempfile
 
-from benchmark.common.errors import UserError
+from researchbench.benchmark.common.errors import UserError
 
 CLONE_NEWUSER = 0x10000000
 # Refused outright (EPERM): see the module docstring for why each.

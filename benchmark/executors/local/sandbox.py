@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from benchmark.common.errors import UserError
-from benchmark.common.paths import task_runtime_dir
-from benchmark.executors.base import Job
-from benchmark.executors.local.job_fs import (JOB_ROOT, STAGE_ROOT, SUPERVISOR_FILE, SUPERVISOR_PATH, job_places,
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.paths import task_runtime_dir
+from researchbench.benchmark.executors.base import Job
+from researchbench.benchmark.executors.local.job_fs import (JOB_ROOT, STAGE_ROOT, SUPERVISOR_FILE, SUPERVISOR_PATH, job_places,
                                               place_of)
 
 log = logging.getLogger(__name__)

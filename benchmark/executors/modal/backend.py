@@ -37,26 +37,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from benchmark.common.domains import domain
-from benchmark.common.errors import UserError
-from benchmark.common.paths import task_runtime_dir
-from benchmark.executors.base import Executor, ExecutorConfig, Job, JobResult, job_problem
-from benchmark.executors.local import LocalExecutor, LocalExecutorConfig
-from benchmark.executors.local.job_uids import MAX_UID
-from benchmark.executors.local.sandbox import LAUNCHER, SANDBOX_MODES, job_env
-from benchmark.executors.modal.image import (
+from researchbench.benchmark.common.domains import domain
+from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.common.paths import task_runtime_dir
+from researchbench.benchmark.executors.base import Executor, ExecutorConfig, Job, JobResult, job_problem
+from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
+from researchbench.benchmark.executors.local.job_uids import MAX_UID
+from researchbench.benchmark.executors.local.sandbox import LAUNCHER, SANDBOX_MODES, job_env
+from researchbench.benchmark.executors.modal.image import (
     ImageSpec,
     gpu_string,
     image_spec,
     modal_credentials_problem,
     modal_unreachable_problem,
 )
-from benchmark.executors.modal.scripts import DISK_USAGE, KILL_ALL, SETUP
-from benchmark.executors.output import CappedWriter
-from benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
+from researchbench.benchmark.executors.modal.scripts import DISK_USAGE, KILL_ALL, SETUP
+from researchbench.benchmark.executors.output import CappedWriter
+from researchbench.benchmark.executors.remote_files import CappedBuffer, Oversize, pack, unpack
 
 if TYPE_CHECKING:
-    from benchmark.tasks.manifest import TaskSpec
+    from researchbench.benchmark.tasks.manifest import TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class JobNotStarted(Exception):
 
 
 class ModalExecutor(Executor):
-    """The Modal backend of the `Executor` protocol (see `benchmark.executors.base`).
+    """The Modal backend of the `Executor` protocol (see `researchbench.benchmark.executors.base`).
 
     `client` is the `modal` module, or a stand-in with the same calls (tests/modal_standin.py).
     """

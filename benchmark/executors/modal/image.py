@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from benchmark.tasks.manifest import Requirement
+from researchbench.benchmark.tasks.manifest import Requirement
 
 TOKEN_HINT = "run `modal token new` (or set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET)"
 

@@ -11,9 +11,9 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from agents.kit import operators
-from agents.kit.prompts import PromptConfig
-from agents.kit.tree import debug_depth, is_leaf
+from researchbench.agents.kit import operators
+from researchbench.agents.kit.prompts import PromptConfig
+from researchbench.agents.kit.tree import debug_depth, is_leaf
 from researchbench import OK, Action, Agent, AgentSpec, Node, NodeStore, TaskSpec, hookimpl
 
 RESEARCHBENCH_AGENT_API = "1.0"  # the agent API this plugin was written for (docs/plugins.md, "Versions")

@@ -1,6 +1,6 @@
 """Write the __TASK_NAME__ task's data into a workspace folder (template: a tabular classifier).
 
-Run by `benchmark.tasks.workspace.prepare` (never by agent code):
+Run by `researchbench.benchmark.tasks.workspace.prepare` (never by agent code):
 
     python prepare.py --out <workspace/__TASK_NAME__>
 
