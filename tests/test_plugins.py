@@ -64,7 +64,7 @@ def test_a_plugin_written_for_0_1_0_module_paths_runs(plugin_site: Path, toy, tm
                    env={"PYTHONPATH": str(plugin_site), "PYTHONWARNINGS": "always::DeprecationWarning"})
     assert proc.returncode == 0, proc.stderr
     assert "skipping plugin random_knobs" not in proc.stderr
-    assert "benchmark.errors is deprecated" in proc.stderr and "import benchmark.common.errors instead" in proc.stderr
+    assert "benchmark.errors is deprecated" in proc.stderr and "import researchbench.benchmark.common.errors instead" in proc.stderr
     (run_dir,) = (tmp_path / "random_knobs" / "toy").iterdir()
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
 

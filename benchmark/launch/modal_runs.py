@@ -107,12 +107,13 @@ def harness_image(task: TaskSpec, settings: RemoteRunSettings) -> ImageSpec:
 
 
 def harness_files(root: Path = REPO_ROOT) -> list[Path]:
-    """The harness checkout: git's tracked and unignored files, else a walk without results/data."""
+    """The harness checkout: git's tracked and unignored files (with researchbench/'s links to the folders,
+    packed as links), else a walk without results/data."""
     try:
         out = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=root,
                              capture_output=True, timeout=60, check=True).stdout
         files = [root / name for name in out.decode().split("\0") if name]
-        return [p for p in files if p.is_file() and not _SKIP_DIRS & set(p.relative_to(root).parts)]
+        return [p for p in files if (p.is_file() or p.is_symlink()) and not _SKIP_DIRS & set(p.relative_to(root).parts)]
     except (OSError, subprocess.SubprocessError):
         files = []
         for base, dirs, names in os.walk(root):

@@ -38,7 +38,7 @@ _TAR_OVERHEAD = 1024  # bytes of tar headers per entry, at most, in the copy-bac
 # The supervisor is a program file of its own (supervisor.py, standard library only), bound read-only into the
 # sandbox at SUPERVISOR_PATH and run as `python -I -S SUPERVISOR_PATH spec argv...`: spec is six lines
 # (supervisor_spec), in-sandbox paths and numbers only, no host path (the job can read this argv).
-SUPERVISOR_FILE = str(Path(__file__).with_name("supervisor.py"))  # on the host
+SUPERVISOR_FILE = str(Path(__file__).resolve().with_name("supervisor.py"))  # on the host (the real file, not a link)
 SUPERVISOR_PATH = "/.researchbench/supervisor.py"  # inside the sandbox
 
 
