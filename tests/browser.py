@@ -1,7 +1,7 @@
 """Headless Chromium driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`), for tests that
 watch a live page change: open a URL, evaluate JavaScript, wait for a condition, click, take a screenshot.
 
-Why not `--dump-dom` (tests/test_scoring_report.py): that loads a page once and prints it; a page that polls
+Why not `--dump-dom` (tests/scoring/test_scoring_report.py): that loads a page once and prints it; a page that polls
 must be watched while the data behind it changes. Debian's chromium speaks the protocol on file descriptors 3
 (commands in) and 4 (replies and events out), NUL-terminated JSON, so no websocket library or driver is needed.
 """

@@ -183,3 +183,14 @@ class MetricsAddedAfterEvaluation:
         done: Future = Future()
         done.set_result(result)
         return done
+
+
+def one_line_error(proc, *fragments: str) -> str:
+    """A CLI's refusal: exit 2, no traceback, one line on stderr starting `error: ` and holding each fragment."""
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]

@@ -130,3 +130,16 @@ def build_tiny_roberta(out: Path, corpus: list[str]) -> Path:
                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, type_vocab_size=1)
     RobertaModel(cfg).save_pretrained(str(out))
     return out
+
+
+def golden_steps() -> list[Step]:
+    """Lower is better, floor 20, target = best possible = 0; budget 6 experiments, 1 h of compute."""
+    return [
+        Step("0000", "baseline", "ok", 10.0, seconds=1),
+        Step("0001", "draft", "ok", 8.0, ["0000"], seconds=2, files={"model.py": "a = 8\n"}, usd=0.1, tokens=1000),
+        Step("0002", "draft", "buggy", None, ["0000"], seconds=1, files={"model.py": "a = ?\n"}, usd=0.1, tokens=1000),
+        Step("0003", "debug", "ok", 4.0, ["0002"], seconds=1, files={"model.py": "a = 4\n"}, usd=0.05, tokens=500),
+        Step("0004", "improve", "edit_failed", None, ["0003"], usd=0.05, tokens=500),
+        Step("0005", "improve", "ok", 4.0, ["0003"], seconds=2, files={"model.py": "a = 4.0\n"}),
+        Step("0006", "improve", "buggy", None, ["0005"], seconds=30, timed_out=True, exit_code=-9),
+    ]

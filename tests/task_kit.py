@@ -1,4 +1,4 @@
-"""The one helper module of the task tests (tests/test_tasks.py and tests/tasks/test_<name>.py).
+"""The one helper module of the task tests (tests/ml_tasks/test_tasks.py and tests/ml_tasks/test_<name>.py).
 
 Everything that runs a built-in task's code goes through here: prepare a task once per session, run a
 phase through the real sandbox and evaluator (keeping the predictions the evaluator was handed), call the
@@ -44,7 +44,7 @@ def _is_variant(manifest: Path) -> bool:
 
 
 # The tasks with code of their own. A variant (`extends:`, the GPU suite) runs its base's code, which these
-# tests cover; tests/test_gpu_suite.py tests the variants.
+# tests cover; tests/ml_tasks/test_gpu_suite.py tests the variants.
 TASK_NAMES = sorted(p.parent.name for p in (REPO / "ml_tasks").glob("*/task.yaml") if not _is_variant(p))
 VARIANT_NAMES = sorted(p.parent.name for p in (REPO / "ml_tasks").glob("*/task.yaml") if _is_variant(p))
 # One thread for every math library, as the sandbox sets for a one-CPU job: a record measured in the
@@ -89,7 +89,7 @@ def task_module(name: str, file: str = "evaluate") -> ModuleType:
     return module
 
 
-# -- fixtures of the per-task files (tests/tasks/test_<name>.py), which name their task in a module-level TASK and
+# -- fixtures of the per-task files (tests/ml_tasks/test_<name>.py), which name their task in a module-level TASK and
 # import these: one definition instead of a copy per file
 
 @pytest.fixture(scope="module")

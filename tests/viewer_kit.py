@@ -17,7 +17,7 @@ from researchbench.benchmark.records.journal import BlobStore, Journal, Node, wr
 from researchbench.benchmark.records.kinds import Checkpoint, Finished, Pending
 from conftest import HANG_TIMEOUT_S, REPO
 from scoring_runs import Step, write_run
-from test_scoring import golden_steps
+from scoring_runs import golden_steps
 
 XSS = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
 CONTROL = "\x1b[2J\x1b]0;owned\x07\x00\x9b31m"  # clear screen, set title, NUL, a C1 CSI

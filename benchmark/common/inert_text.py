@@ -19,7 +19,7 @@ prompt. The rules live here, and every sink calls them:
 - `InertLogFilter`: log records made inert (the message and any traceback).
 
 Rich markup (`[bold]`, `[link=...]`) needs no escaping: the live view prints with `markup=False` and
-builds `rich.text.Text` objects, so brackets stay literal text (tests/test_inert_text.py checks it).
+builds `rich.text.Text` objects, so brackets stay literal text (tests/common/test_inert_text.py checks it).
 `rich.markup.escape` would only add backslashes to the plain output.
 """
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, NamedTuple, Sequence
 
-RELEASED_IN = "0.1.0"  # every module path of this release imports (tests/test_moved_paths.py reads its tree from git)
+RELEASED_IN = "0.1.0"  # every module path of this release imports (tests/plugins/test_moved_paths.py reads its tree from git)
 NAMESPACE = "researchbench"
 OLD_TOPS = ("benchmark", "agents")  # 0.1.0's top-level packages, now NAMESPACE.<top>
 JOB_NAMES = ("task_runtime",)  # what jobs import; the same module as NAMESPACE.task_runtime, no warning

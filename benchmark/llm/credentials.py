@@ -2,7 +2,7 @@
 
 Why a table here: importing litellm takes seconds, and a missing key should be reported in well under
 one. This module is the one home of the provider -> key variable table (the names litellm's
-`validate_environment` asks for; tests/test_llm.py checks that they agree). A provider the table does
+`validate_environment` asks for; tests/llm/test_llm.py checks that they agree). A provider the table does
 not know falls back to asking litellm, slower but never wrong.
 """
 

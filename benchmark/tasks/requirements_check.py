@@ -5,7 +5,7 @@
 
 An offender is a distribution named `nvidia-*` or `triton` (the CUDA stack a GPU torch wheel drags in), or
 a torch other than the one installed (an unpinned torch replacing the CPU build). Exit 1 and one line per
-offender when there is one. `tests/test_task_suite.py` (slow) and `.ci/run` call it.
+offender when there is one. `tests/tasks/test_task_suite.py` (slow) and `.ci/run` call it.
 """
 
 from __future__ import annotations
