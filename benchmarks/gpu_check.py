@@ -186,11 +186,13 @@ def agent_row(spec, gpu: bool, tmp: Path) -> Row:
     if done.returncode != 0 or not summaries:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         return Row("agent step", f"optuna on {task} FAILED (exit {done.returncode}): {' | '.join(tail)}", seconds, False)
-    summary = json.loads(summaries[-1].read_text())
-    best, base = summary.get("best") or {}, summary.get("baseline") or {}
-    return Row("agent step", f"optuna, 1 step on {task}: baseline val {base.get('val')}, best val {best.get('val')}, "
-                             f"hidden test {best.get('test')} ({summary['steps']['experiments']} experiment, "
-                             f"{summary['steps']['nodes']} nodes, stopped: {summary.get('stop_reason')})", seconds)
+    from researchbench.benchmark.records.summary import read_summary
+
+    summary = read_summary(summaries[-1].parent)
+    best, base = summary.best, summary.baseline
+    return Row("agent step", f"optuna, 1 step on {task}: baseline val {base.val}, best val {best.val}, "
+                             f"hidden test {best.test} ({summary.steps.experiments} experiment, "
+                             f"{summary.steps.nodes} nodes, stopped: {summary.stop_reason})", seconds)
 
 
 def sharing_row(spec, gpu: bool, tmp: Path) -> Row:

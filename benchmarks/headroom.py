@@ -74,13 +74,19 @@ def run_trial(task: str, seed: int, factor: float, results_dir: Path) -> Trial:
         last = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or ["no output"]
         trial.error = f"exit {proc.returncode}: {last[0][:200]}"
         return trial
-    summary = json.loads(summaries[-1].read_text())
-    if summary.get("status") != "finished":
-        trial.error = f"run status {summary.get('status')!r}"
+    from researchbench.benchmark.records.summary import SummaryError, read_summary
+
+    try:
+        summary = read_summary(summaries[-1].parent)
+    except SummaryError as exc:
+        trial.error = str(exc)
         return trial
-    metric = summary["metric"]
-    trial.baseline = achievement(summary["baseline"]["test"], metric["floor"], metric["target"])
-    trial.best = achievement(summary["best"]["test"], metric["floor"], metric["target"])
+    if summary.status != "finished":
+        trial.error = f"run status {summary.status!r}"
+        return trial
+    metric = summary.metric
+    trial.baseline = achievement(summary.baseline.test, metric.floor, metric.target)
+    trial.best = achievement(summary.best.test, metric.floor, metric.target)
     return trial
 
 

@@ -13,7 +13,6 @@ agent (greedy, default budget) closes at most 0.7. Exit 1 when a greedy run at t
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -28,22 +27,23 @@ MAX_LLM_GAP_CLOSED = 0.7
 
 def rows(folders: list[Path]) -> list[dict]:
     from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.records.summary import SUMMARY_FILE, read_summary
     from researchbench.benchmark.tasks.manifest import load_task
 
     tasks = get_registry().tasks
     found = []
     for folder in folders:
-        for path in sorted(folder.rglob("summary.json")):
-            summary = json.loads(path.read_text())
-            if summary.get("status") != "finished" or summary.get("task") not in tasks:
+        for path in sorted(folder.rglob(SUMMARY_FILE)):
+            summary = read_summary(path.parent)
+            if summary.status != "finished" or summary.task not in tasks:
                 continue
-            spec = load_task(tasks[summary["task"]])
-            base, best = summary["baseline"]["test"], summary["best"]["test"]
+            spec = load_task(tasks[summary.task])
+            base, best = summary.baseline.test, summary.best.test
             a0 = achievement(base, spec.metric.floor, spec.metric.target)
             a1 = achievement(best, spec.metric.floor, spec.metric.target)
             gap = (a1 - a0) / (1 - a0) if a0 is not None and a1 is not None and a0 < 1 else float("nan")
-            found.append({"task": spec.name, "ran_on": summary.get("task_version"), "now": spec.version,
-                          "agent": summary["agent"], "steps": summary["budget"]["limits"]["experiments"],
+            found.append({"task": spec.name, "ran_on": summary.task_version, "now": spec.version,
+                          "agent": summary.agent, "steps": summary.budget.limits.experiments,
                           "default_steps": spec.budget.steps, "baseline": base, "best": best,
                           "target": spec.metric.target, "achievement": a1, "gap_closed": gap})
     return found

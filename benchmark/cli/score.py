@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 def _leaderboard(recordings: Path, page: Path) -> int:
     """Generate the leaderboard page from the recordings (benchmark/scoring/leaderboard.py)."""
     from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.records.summary import SummaryError
     from researchbench.benchmark.scoring.leaderboard import entries, markdown
     from researchbench.benchmark.tasks.manifest import load_task
 
@@ -105,7 +106,11 @@ def _leaderboard(recordings: Path, page: Path) -> int:
         print(f"error: {recordings} is not a folder of recorded runs (e.g. examples/recorded)", file=sys.stderr)
         return 2
     tasks = get_registry().tasks
-    rows = entries(recordings, tasks)
+    try:
+        rows = entries(recordings, tasks)
+    except SummaryError as exc:  # a recording the page would misreport: named, in one line
+        print(f"error: {inert(exc)}", file=sys.stderr)
+        return 2
     if not rows:
         print(f"error: no finished recorded run under {recordings} (a folder with a summary.json)", file=sys.stderr)
         return 2

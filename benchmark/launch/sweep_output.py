@@ -14,7 +14,6 @@ lines every PLAIN_EVERY_S seconds otherwise. Either way the sweep ends with its 
 from __future__ import annotations
 
 import io
-import json
 import logging
 import os
 import sys
@@ -26,6 +25,7 @@ from typing import IO, Any, Iterator, Sequence
 from omegaconf import DictConfig
 
 from researchbench.benchmark.common.inert_text import inert
+from researchbench.benchmark.records.summary import SummaryError, read_summary
 
 VIEWS = ("auto", "lines", "compact")
 COMPACT_FROM = 8  # `auto`: a sweep of this many jobs or more gets the compact view
@@ -115,18 +115,18 @@ def _stream_handlers() -> list[logging.StreamHandler]:
             if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)]
 
 
-def run_line(label: str, summary_path: Path) -> str:
+def run_line(label: str, run_dir: Path) -> str:
     """One run's state for the compact view, from the summary.json the run keeps current."""
     try:
-        summary = json.loads(summary_path.read_text())
-        used, limits = summary["budget"]["used"], summary["budget"]["limits"]
-        best = (summary.get("best") or {}).get("val")
-        best_text = f"{best:.4g}" if isinstance(best, (int, float)) and not isinstance(best, bool) else "-"
-        usd = used.get("usd") or 0.0
-        state = (f"{summary['status']}, experiments {used['experiments']}/{limits['experiments']}, "
-                 f"best val {best_text}, ${usd:.2f}")
-    except (OSError, ValueError, KeyError, TypeError):
-        state = "waiting"
+        summary = read_summary(run_dir)
+    except SummaryError:  # not written yet (the baseline is running), or not readable
+        return inert(f"[{label}] waiting", multiline=False)
+    used, best = summary.budget.used, summary.best.val
+    spent = used.experiments if used is not None and used.experiments is not None else "?"
+    best_text = f"{best:.4g}" if best is not None else "-"
+    usd = (used.usd if used is not None else None) or 0.0
+    state = (f"{summary.status}, experiments {spent}/{summary.budget.limits.experiments}, "
+             f"best val {best_text}, ${usd:.2f}")
     return inert(f"[{label}] {state}", multiline=False)
 
 
@@ -142,7 +142,7 @@ class CompactView:
         self._live: Any = None
 
     def lines(self) -> list[str]:
-        return [run_line(label, where / "summary.json") for label, where in self.runs]
+        return [run_line(label, where) for label, where in self.runs]
 
     def __rich__(self) -> Any:
         from rich.text import Text

@@ -49,12 +49,12 @@ def sweep_rows(configs: Sequence[DictConfig]) -> tuple[list[tuple[str, ...]], li
             rows.append((cfg.agent.name, cfg.task.name, str(cfg.seed), "-", "-", "-", "-", f"{where} (no summary)"))
             statuses.append("missing")
             continue
-        status = str(run.summary.get("status"))
+        status = run.summary.status
         statuses.append(status)
-        usd = (run.summary["budget"].get("used") or {}).get("usd") or 0.0
+        usd = (run.summary.budget.used.usd if run.summary.budget.used else None) or 0.0
         if status == "aborted":
             rows.append((run.agent, run.task, str(run.seed), "-", "-", "-", f"${usd:.2f}",
-                         f"{where} (aborted: {run.summary.get('abort_cause')})"))
+                         f"{where} (aborted: {run.summary.abort_cause})"))
             continue
         test = run.score("best", "test")
         rows.append((run.agent, run.task, str(run.seed), _num(run.score("best", "val")), _num(test),

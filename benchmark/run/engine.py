@@ -29,8 +29,9 @@ from researchbench.benchmark.llm.accounting import Usage
 from researchbench.benchmark.llm.client import LLMClient
 from researchbench.benchmark.plugins.manager import Registry
 from researchbench.benchmark.records import owner
-from researchbench.benchmark.records.journal import BASELINE_ID, BlobStore, Journal, Loaded, Node, NodeStore, now, write_json_atomic
+from researchbench.benchmark.records.journal import BASELINE_ID, BlobStore, Journal, Loaded, Node, NodeStore, now
 from researchbench.benchmark.records.kinds import Aborted, Checkpoint, Finished, Header, Pending
+from researchbench.benchmark.records.summary import RunSummary, read_summary, write_summary
 from researchbench.benchmark.run import summary as report
 from researchbench.benchmark.run.budget import Counters
 from researchbench.benchmark.run.config import config_hash, default_run_id, effective_budget
@@ -146,12 +147,12 @@ class Run:
                 check_cache_dir(state.prepared, state.executor, state.run_dir, self.cfg.llm.cache_dir)
             loaded = self._open()
             if state.final is not None:
-                summary = report.read(state.run_dir)
+                summary = read_summary(state.run_dir)
                 state.display.line("run already finished; nothing to do")
                 state.display.line(report.render(summary))
                 if not (state.run_dir / BEST_DIR).is_dir() or not (state.run_dir / REPORT).is_file():
                     export_after_run(state.run_dir, state.display.line)  # a failed or deleted export, written again
-                return summary
+                return summary.raw
             agent = self._build_agent(loaded.policy)
             self.steps = StepRunner(state.prepared, state.executor, state.blobs, state.budget,
                                     state.run_dir / "scratch", state.display, seed=self.cfg.seed)
@@ -185,19 +186,19 @@ class Run:
                 state.final = final_test(state)
                 state.journal.append(state.final)
                 summary = self._write_summary("finished")
-                self.registry.notify("researchbench_on_run_end", summary=summary, run=self.identity())
+                self.registry.notify("researchbench_on_run_end", summary=summary.raw, run=self.identity())
             state.display.line(report.render(summary))
             export_after_run(state.run_dir, state.display.line)
-            return summary
+            return summary.raw
         except InfrastructureFailure as exc:
             state.journal.append(Aborted(cause=exc.cause, fix=exc.fix, source=exc.source, details=exc.details,
                                          at=now()))
             summary = self._write_summary("aborted", abort_cause=exc.cause)
-            self.registry.notify("researchbench_on_run_end", summary=summary, run=self.identity())
+            self.registry.notify("researchbench_on_run_end", summary=summary.raw, run=self.identity())
             raise
         except KeyboardInterrupt:
             summary = self._write_summary("interrupted")
-            self.registry.notify("researchbench_on_run_end", summary=summary, run=self.identity())
+            self.registry.notify("researchbench_on_run_end", summary=summary.raw, run=self.identity())
             state.display.line(f"interrupted; run the same command again to resume {state.run_dir}")
             raise
         finally:
@@ -270,10 +271,9 @@ class Run:
         state.display.node_line(report.progress(self.state, node))
         return crash
 
-    def _write_summary(self, status: str, abort_cause: str | None = None) -> dict[str, Any]:
-        summary = report.build(self.state, status, abort_cause)
-        write_json_atomic(self.state.run_dir / "summary.json", summary)
-        return summary
+    def _write_summary(self, status: str, abort_cause: str | None = None) -> RunSummary:
+        """summary.json as of now, through its one writer; returns what a reader reads back."""
+        return write_summary(self.state.run_dir, report.build(self.state, status, abort_cause))
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:

@@ -7,7 +7,6 @@ framework git hash, key library versions, sandbox mode, budgets and what was use
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import platform
 import subprocess
 import sys
@@ -20,10 +19,10 @@ from researchbench.benchmark.common.inert_text import inert
 from researchbench.benchmark.common.paths import REPO_ROOT
 from researchbench.benchmark.llm.accounting import cost_text
 from researchbench.benchmark.records.journal import Node, now
+from researchbench.benchmark.records.summary import RunSummary, parse_summary, read_summary
 from researchbench.benchmark.run.display import plural
 from researchbench.benchmark.run.state import RunState
 from researchbench.benchmark.scoring.normalize import achievement, headline_text, unclipped
-from researchbench.benchmark.scoring.runs import MetricInfo
 from researchbench.benchmark.tasks.environment import requirement_versions
 from researchbench.benchmark.tasks.lock import current_environment
 
@@ -144,7 +143,8 @@ def build(run: RunState, status: str, abort_cause: str | None = None) -> dict[st
 
 
 def read(run_dir: Path) -> dict[str, Any]:
-    return json.loads((Path(run_dir) / "summary.json").read_text())
+    """The run's summary.json as a dict, through the one reader (benchmark.records.summary.read_summary)."""
+    return read_summary(run_dir).raw
 
 
 def _fmt(value: float | None) -> str:
@@ -176,38 +176,39 @@ def progress(run: RunState, node: Node) -> str:
             f"  exp {run.counters.experiments}/{run.budget.steps}  {node.seconds:.1f}s{cpu}{cost}")
 
 
-def headline(summary: dict[str, Any]) -> str:
+def headline(summary: RunSummary) -> str:
     """The run's headline as the sweep table and the scorer print it: the clipped achievement of the best
     node's hidden-test score, then the unclipped score only where the clip changed it; "" without a test."""
-    m, test = summary["metric"], summary["best"].get("test")
+    metric, test = summary.metric, summary.best.test
     if test is None:
         return ""
-    metric = MetricInfo(str(m["name"]), str(m["direction"]), float(m["floor"]), float(m["target"]))
     raw = unclipped(metric, test)
     text = f"achievement {headline_text(metric, test)}"
     return text if raw == achievement(metric, test) else f"{text} (unclipped {raw:.3f})"
 
 
-def render(summary: dict[str, Any]) -> str:
-    m, base, best = summary["metric"], summary["baseline"], summary["best"]
-    arrow = "lower is better" if m["direction"] == "lower" else "higher is better"
-    steps, used = summary["steps"], summary["budget"]["used"]
-    best_label = f"best (node {best['node'] or '-'})"
+def render(summary: RunSummary | dict[str, Any]) -> str:
+    """The summary lines a run ends with (a dict, as 0.1 took, is parsed first)."""
+    if not isinstance(summary, RunSummary):
+        summary = parse_summary(summary)
+    m, base, best, used = summary.metric, summary.baseline, summary.best, summary.budget.used
+    arrow = "lower is better" if m.direction == "lower" else "higher is better"
+    best_label = f"best (node {best.node or '-'})"
     width = max(len("baseline"), len(best_label))
+    cost = cost_text(used.usd, used.offline_llm, used.unknown_cost_calls) if used is not None else "$?"
     lines = [
-        f"summary: {summary['agent']} on {summary['task']} (v{summary['task_version']}), seed {summary['seed']}, "
-        f"{m['name']} ({arrow}), sandbox {summary['sandbox']}",
-        f"  {'baseline':<{width}}  val {_fmt(base['val'])}   hidden test {_fmt(base['test'])}",
-        f"  {best_label:<{width}}  val {_fmt(best['val'])}   hidden test {_fmt(best['test'])}"
+        f"summary: {summary.agent} on {summary.task} (v{summary.task_version}), seed {summary.seed}, "
+        f"{m.name} ({arrow}), sandbox {summary.sandbox}",
+        f"  {'baseline':<{width}}  val {_fmt(base.val)}   hidden test {_fmt(base.test)}",
+        f"  {best_label:<{width}}  val {_fmt(best.val)}   hidden test {_fmt(best.test)}"
         + (f"   {text}" if (text := headline(summary)) else ""),
-        f"  steps: {plural(steps['experiments'], 'experiment')}, {plural(steps['nodes'], 'node')}; "
-        f"time {summary['wall_seconds']:.0f}s; "
-        f"LLM {cost_text(used['usd'], bool(used.get('offline_llm')), int(used.get('unknown_cost_calls') or 0))}",
-        f"  stopped: {summary['stop_reason']}",
-        f"  results: {summary['run_dir']}",
+        f"  steps: {plural(summary.steps.experiments, 'experiment')}, {plural(summary.steps.nodes, 'node')}; "
+        f"time {summary.wall_seconds or 0:.0f}s; LLM {cost}",
+        f"  stopped: {summary.stop_reason}",
+        f"  results: {summary.run_dir}",
     ]
-    if summary.get("sandbox_warning"):
-        lines.append(f"  WARNING: {summary['sandbox_warning']}")
-    if (drift := environment_line(summary.get("provenance") or {})) is not None:
+    if summary.sandbox_warning:
+        lines.append(f"  WARNING: {summary.sandbox_warning}")
+    if (drift := environment_line(summary.provenance)) is not None:
         lines.append(f"  WARNING: {drift}")
     return "\n".join(lines)

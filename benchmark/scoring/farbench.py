@@ -30,7 +30,7 @@ def diagnostics(run: RunRecord) -> dict[str, Any]:
     anchor-dependent ones named with ON_TEST_ANCHORS)."""
     steps = run.experiments
     limit_i = max(run.budget_steps, 1)
-    limit_s = float(run.summary["budget"]["limits"].get("compute_hours") or 0) * 3600
+    limit_s = (run.summary.budget.limits.compute_hours or 0.0) * 3600
     elapsed, taus, scores = 0.0, [], []
     for i, node in enumerate(steps, 1):
         elapsed += charged_seconds(float(node.seconds or 0.0), node.cpu_seconds, node.clock)

@@ -8,13 +8,13 @@ the task than today's is listed apart, since its data (and so its score) belongs
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from researchbench.benchmark.records.journal import read_records
 from researchbench.benchmark.records.kinds import Finished
+from researchbench.benchmark.records.summary import SUMMARY_FILE, RunSummary, read_summary
 from researchbench.benchmark.scoring.normalize import achievement, unclipped
 from researchbench.benchmark.scoring.runs import MetricInfo
 
@@ -67,22 +67,24 @@ def experiments_to_gain(trajectory: list[tuple[int, float]], higher: bool, share
     return None
 
 
-def entry(folder: Path, root: Path, spec: Any) -> Entry:
-    summary = json.loads((folder / "summary.json").read_text())
+def entry(folder: Path, root: Path, spec: Any, summary: RunSummary | None = None) -> Entry:
+    """One recording's row; `summary` when the caller has read it already (the viewer, through its own
+    confinement), else read here."""
+    summary = summary if summary is not None else read_summary(folder)
     m = spec.metric
     metric = MetricInfo(m.name, m.direction, m.floor, m.target, m.best_possible)
-    base, best = summary["baseline"]["test"], summary["best"]["test"]
+    base, best = summary.baseline.test, summary.best.test
     a0, a1 = achievement(metric, base), achievement(metric, best)
     journal = next((p for p in (folder / "journal.jsonl.gz", folder / "journal.jsonl") if p.is_file()), None)
-    llm = summary.get("llm") or {}
+    llm = summary.llm
     return Entry(
-        task=spec.name, ran_on=str(summary.get("task_version")), agent=summary["agent"], seed=int(summary["seed"]),
+        task=spec.name, ran_on=str(summary.task_version), agent=summary.agent, seed=summary.seed,
         test=best, achievement=a1, unclipped=unclipped(metric, best),
         gap_closed=(a1 - a0) / (1 - a0) if a0 < 1 else float("nan"),
         to_gain=experiments_to_gain(_val_trajectory(journal), m.higher_is_better) if journal else None,
-        experiments=int(summary["steps"]["experiments"]), statuses=dict(summary["steps"]["by_status"]),
+        experiments=summary.steps.experiments, statuses=dict(summary.steps.by_status),
         calls=int(llm.get("calls", 0)), prompt_tokens=int(llm.get("prompt_tokens", 0)),
-        completion_tokens=int(llm.get("completion_tokens", 0)), wall_s=float(summary.get("wall_seconds", 0.0)),
+        completion_tokens=int(llm.get("completion_tokens", 0)), wall_s=summary.wall_seconds or 0.0,
         where=folder.relative_to(root).as_posix())
 
 
@@ -91,10 +93,10 @@ def entries(root: Path, tasks: dict[str, Path]) -> list[Entry]:
     from researchbench.benchmark.tasks.manifest import load_task
 
     found = []
-    for path in sorted(root.rglob("summary.json")):
-        summary = json.loads(path.read_text())
-        if summary.get("status") == "finished" and summary.get("task") in tasks:
-            found.append(entry(path.parent, root, load_task(tasks[summary["task"]])))
+    for path in sorted(root.rglob(SUMMARY_FILE)):
+        summary = read_summary(path.parent)
+        if summary.status == "finished" and summary.task in tasks:
+            found.append(entry(path.parent, root, load_task(tasks[summary.task]), summary))
     return found
 
 

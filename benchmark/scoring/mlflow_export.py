@@ -100,7 +100,7 @@ def flat_params(config: dict[str, Any]) -> dict[str, str]:
 
 def git_commit(run: RunRecord) -> str | None:
     """The framework commit the run recorded (without its '+dirty' mark), or None."""
-    head = str((run.summary.get("provenance") or {}).get("framework_git") or "")
+    head = str(run.summary.provenance.get("framework_git") or "")
     head = head.removesuffix("+dirty")
     return head if len(head) == 40 and all(c in "0123456789abcdef" for c in head) else None
 
@@ -110,14 +110,14 @@ def run_times(run: RunRecord) -> tuple[int, int]:
     wall time) and its final record."""
     end = run.finished_at
     created = [n.created_at for n in run.nodes if isinstance(n.created_at, (int, float)) and n.created_at > 0]
-    wall = run.summary.get("wall_seconds")
-    start = min(created) if created else end - (float(wall) if isinstance(wall, (int, float)) else 0.0)
+    wall = run.summary.wall_seconds
+    start = min(created) if created else end - (wall if wall is not None else 0.0)
     return int(min(start, end) * 1000), int(end * 1000)
 
 
 def sweep_dir(run: RunRecord) -> str | None:
     """The folder of the sweep the run was a job of (recorded in its provenance), or None."""
-    sweep = (run.summary.get("provenance") or {}).get("sweep")
+    sweep = run.summary.provenance.get("sweep")
     return str(sweep["dir"]) if isinstance(sweep, dict) and sweep.get("dir") else None
 
 

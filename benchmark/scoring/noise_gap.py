@@ -67,7 +67,7 @@ def _manifest_noise(task: str, version: str) -> TaskNoise | None:
 
 def run_noise(run: RunRecord) -> TaskNoise | None:
     """The noise a run's agents were told, else the manifest's for the run's task version."""
-    recorded = run.summary.get("noise")
+    recorded = run.summary.noise
     if isinstance(recorded, dict) and "val" in recorded:
         return _parse(recorded)
     return _manifest_noise(run.task, run.task_version)

@@ -71,8 +71,9 @@ def improvements(run: RunRecord) -> int:
 
 
 def cost_per_improvement(run: RunRecord) -> dict[str, float]:
-    used = run.summary["budget"].get("used") or {}
+    used = run.summary.budget.used
+    usd, tokens = ((used.usd or 0.0), float(used.tokens or 0)) if used else (0.0, 0.0)
     n = improvements(run)
     return {"improvements": n,
-            "usd_per_improvement": float(used.get("usd") or 0.0) / n if n else NAN,
-            "tokens_per_improvement": float(used.get("tokens") or 0) / n if n else NAN}
+            "usd_per_improvement": usd / n if n else NAN,
+            "tokens_per_improvement": tokens / n if n else NAN}

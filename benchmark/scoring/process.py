@@ -84,9 +84,9 @@ def reliability(run: RunRecord) -> dict[str, float]:
 
 
 def cost(run: RunRecord) -> dict[str, float]:
-    used = run.summary["budget"].get("used") or {}
-    return {"tokens_m": float(used.get("tokens") or 0) / 1e6, "usd": float(used.get("usd") or 0.0),
-            "wall_h": float(run.summary.get("wall_seconds") or 0.0) / 3600}
+    used = run.summary.budget.used
+    tokens, usd = (float(used.tokens or 0), used.usd or 0.0) if used else (0.0, 0.0)
+    return {"tokens_m": tokens / 1e6, "usd": usd, "wall_h": (run.summary.wall_seconds or 0.0) / 3600}
 
 
 def exploration(embeddings: np.ndarray, baseline: np.ndarray | None) -> dict[str, float]:

@@ -191,12 +191,12 @@ def run_html(run: RunRecord) -> str:
     rows = "".join(f"<tr><td>{esc(label)}</td><td>{esc(_fmt(run.score(key, 'val')))}</td>"
                    f"<td>{esc(_fmt(run.score(key, 'test')))}</td></tr>"
                    for key, label in (("baseline", "baseline"), ("best", f"best ({best.id if best else '-'})")))
-    used = s["budget"].get("used") or {}
-    cost = cost_text(used.get("usd"), bool(used.get("offline_llm")), _count(used.get("unknown_cost_calls")))
+    used = s.budget.used
+    cost = cost_text(used.usd, used.offline_llm, _count(used.unknown_cost_calls)) if used else cost_text(None)
     body = [f"<h1>{esc(run.agent)} on {esc(run.task)}, seed {esc(run.seed)}</h1>",
-            f"<p class='note'>{esc(run.metric.name)} ({esc(run.metric.direction)} is better) · status {esc(s.get('status'))}"
-            f" · budget {esc(run.budget_label)} · stopped: {esc(s.get('stop_reason'))} · {len(run.experiments)} experiments,"
-            f" {len(run.nodes)} nodes · {esc(cost)} · {esc(used.get('tokens'))} tokens · {esc(run.run_dir)}</p>",
+            f"<p class='note'>{esc(run.metric.name)} ({esc(run.metric.direction)} is better) · status {esc(s.status)}"
+            f" · budget {esc(run.budget_label)} · stopped: {esc(s.stop_reason)} · {len(run.experiments)} experiments,"
+            f" {len(run.nodes)} nodes · {esc(cost)} · {esc(used.tokens if used else None)} tokens · {esc(run.run_dir)}</p>",
             f"<table><tr><th></th><th>val</th><th>hidden test</th></tr>{rows}</table>", "<h2>Best validation score so far</h2>", _curve_svg(run),
             "<h2>Search tree</h2>", _tree(run), "<h2>Nodes</h2>"]
     body += [_node(run, n) for n in run.nodes]

@@ -8,8 +8,7 @@ lists it under "not scored"). Nothing here writes to the run directory.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,30 +17,22 @@ import yaml
 from researchbench.benchmark.common.errors import UserError
 from researchbench.benchmark.records.journal import BASELINE_ID, OK, BlobStore, Node, read_records
 from researchbench.benchmark.records.kinds import Final, Finished
+from researchbench.benchmark.records.summary import SUMMARY_FILE, MetricRecord, RunSummary, read_summary
 from researchbench.benchmark.records.sweep_jobs import is_sweep_dir, sweep_run_dirs
 from researchbench.benchmark.scoring import keys
 
 SKIP_DIRS = {".multirun", "llm_cache", "blobs", "scratch", "best_solution", "metric_reports"}
 
 
-@dataclass(frozen=True)
-class MetricInfo:
-    """The task metric as recorded in the run (floor/target on the hidden-test scale)."""
-
-    name: str
-    direction: str
-    floor: float
-    target: float
-    best_possible: float | None = None
-
-    def better(self, a: float, b: float) -> bool:
-        return a > b if self.direction == "higher" else a < b
+MetricInfo = MetricRecord  # the task metric as the run recorded it; the name scoring has always used
 
 
-def budget_label(summary: dict[str, Any]) -> str:
-    """The budget a run had, as a grouping key: experiments, USD and compute hours."""
-    lim = summary["budget"]["limits"]
-    return f"{lim['experiments']}exp/${lim['usd']:g}/{lim['compute_hours']:g}h"
+def budget_label(summary: RunSummary) -> str:
+    """The budget a run had, as a grouping key: experiments, USD and compute hours ('?' where unrecorded)."""
+    lim = summary.budget.limits
+    usd = "?" if lim.usd is None else f"{lim.usd:g}"
+    hours = "?" if lim.compute_hours is None else f"{lim.compute_hours:g}"
+    return f"{lim.experiments}exp/${usd}/{hours}h"
 
 
 @dataclass
@@ -49,7 +40,7 @@ class RunRecord:
     """One run as the scorer sees it."""
 
     run_dir: Path
-    summary: dict[str, Any]
+    summary: RunSummary  # summary.raw is the file's whole object
     nodes: list[Node]  # finished nodes in the order they finished (the baseline first)
     final: Final | None  # the journal's final record: the hidden-test results
     config: dict[str, Any]
@@ -60,19 +51,19 @@ class RunRecord:
 
     @property
     def agent(self) -> str:
-        return str(self.summary["agent"])
+        return self.summary.agent
 
     @property
     def task(self) -> str:
-        return str(self.summary["task"])
+        return self.summary.task
 
     @property
     def seed(self) -> int:
-        return int(self.summary["seed"])
+        return self.summary.seed
 
     @property
     def budget_steps(self) -> int:
-        return int(self.summary["budget"]["limits"]["experiments"])
+        return self.summary.budget.limits.experiments
 
     @property
     def budget_label(self) -> str:
@@ -81,14 +72,14 @@ class RunRecord:
     @property
     def task_version(self) -> str:
         """The task manifest's version the run used ('unknown' for summaries written before it was recorded)."""
-        version = self.summary.get("task_version") or (self.summary.get("provenance") or {}).get("task_version")
+        version = self.summary.task_version or self.summary.provenance.get("task_version")
         return str(version) if version else "unknown"
 
     @property
     def environment_label(self) -> str:
         """Where the run's numbers were made: 'lock <digest>', with ' (differs: ...)' when the machine did not
         match its lock; 'unrecorded' for runs older than the lock (benchmark.tasks.lock)."""
-        env = (self.summary.get("provenance") or {}).get("environment")
+        env = self.summary.provenance.get("environment")
         if not isinstance(env, dict) or not env.get("lock"):
             return "unrecorded"
         label = f"lock {env['lock']}"
@@ -100,7 +91,7 @@ class RunRecord:
     @property
     def uses_llm(self) -> bool:
         """Whether the run asked an LLM, as it recorded it (keys.uses_llm)."""
-        return keys.uses_llm(self.summary, self.nodes)
+        return keys.uses_llm(self.summary.raw, self.nodes)
 
     @property
     def config_label(self) -> str:
@@ -113,11 +104,11 @@ class RunRecord:
     @property
     def finished_at(self) -> float:
         """When the run ended: its final record's time, else the summary's last update (epoch seconds)."""
-        for value in (self.final.at if self.final is not None else None, self.summary.get("updated_at")):
+        for value in (self.final.at if self.final is not None else None, self.summary.updated_at):
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 return float(value)
         try:
-            return (self.run_dir / "summary.json").stat().st_mtime
+            return (self.run_dir / SUMMARY_FILE).stat().st_mtime
         except OSError:
             return 0.0
 
@@ -152,13 +143,13 @@ class RunRecord:
     @property
     def best(self) -> Node | None:
         """The node the run itself chose as best (by validation, earliest on ties)."""
-        best_id = (self.summary.get("best") or {}).get("node")
-        return next((n for n in self.nodes if n.id == best_id), None)
+        best_id = self.summary.best.node
+        return next((n for n in self.nodes if n.id == best_id), None) if best_id is not None else None
 
     def score(self, which: str, split: str) -> float | None:
-        """summary['baseline'|'best']['val'|'test'] as a float, or None."""
-        value = (self.summary.get(which) or {}).get(split)
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        """The summary's baseline or best ('baseline'|'best') val or test score ('val'|'test'), or None."""
+        scores = {"baseline": self.summary.baseline, "best": self.summary.best}[which]
+        return {"val": scores.val, "test": scores.test}[split]
 
 
 def find_runs(root: Path) -> list[Path]:
@@ -168,12 +159,12 @@ def find_runs(root: Path) -> list[Path]:
     if not root.exists():
         raise UserError(f"{root} does not exist; pass a results directory such as results/ or results/optuna")
     if is_sweep_dir(root):
-        runs = [run for run in sweep_run_dirs(root) if (run / "summary.json").is_file()]
+        runs = [run for run in sweep_run_dirs(root) if (run / SUMMARY_FILE).is_file()]
         if not runs:
             raise UserError(f"no run of the sweep {root} has a summary.json yet; resume the sweep (the same "
                             f"command) or pass its results folder")
         return runs
-    runs = sorted(p.parent for p in root.rglob("summary.json") if not SKIP_DIRS & set(p.relative_to(root).parts))
+    runs = sorted(p.parent for p in root.rglob(SUMMARY_FILE) if not SKIP_DIRS & set(p.relative_to(root).parts))
     if not runs:
         raise UserError(f"no runs under {root} (no summary.json found); run run_agent_benchmark.py first")
     return runs
@@ -203,16 +194,10 @@ def _manifest_facts(task: str) -> tuple[str, float | None]:
 
 
 def load_run(run_dir: Path) -> RunRecord:
-    """Read one run; ValueError (with the reason) when its files cannot be scored."""
+    """Read one run; ValueError (with the reason) when its files cannot be scored (the summary's reader,
+    benchmark.records.summary, raises SummaryError, a ValueError naming the file)."""
     run_dir = Path(run_dir)
-    try:
-        summary = json.loads((run_dir / "summary.json").read_text())
-        m = summary["metric"]
-        for key in ("agent", "task", "seed", "status", "baseline", "best", "budget", "steps"):
-            summary[key]  # noqa: B018 -- presence check
-        summary["budget"]["limits"]["experiments"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"summary.json is unreadable or not a researchbench summary ({exc!s:.120})") from None
+    summary = read_summary(run_dir)
     nodes, final, notes = _journal(run_dir / "journal.jsonl")
     config: dict[str, Any] = {}
     try:
@@ -221,15 +206,11 @@ def load_run(run_dir: Path) -> RunRecord:
         notes.append("config.yaml missing or unreadable (config grouped as unknown)")
     if not isinstance(config, dict):
         config = {}
-    domain, best_possible = summary.get("domain"), m.get("best_possible")
+    domain, metric = summary.domain, summary.metric
     if domain is None:
-        domain, fallback_best = _manifest_facts(summary["task"])
-        best_possible = best_possible if best_possible is not None else fallback_best
-    try:
-        metric = MetricInfo(str(m["name"]), str(m["direction"]), float(m["floor"]), float(m["target"]),
-                            None if best_possible is None else float(best_possible))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"summary.json's metric is incomplete ({exc})") from None
+        domain, fallback_best = _manifest_facts(summary.task)
+        if metric.best_possible is None and fallback_best is not None:
+            metric = replace(metric, best_possible=float(fallback_best))
     return RunRecord(run_dir, summary, nodes, final, config, metric, str(domain), notes)
 
 

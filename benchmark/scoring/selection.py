@@ -14,13 +14,13 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from researchbench.benchmark.common.errors import UserError
+from researchbench.benchmark.records.summary import RunSummary, SummaryError, read_summary
 from researchbench.benchmark.scoring.runs import RunRecord, budget_label, find_runs, load_run
 
 FINISHED = "finished"
@@ -34,18 +34,14 @@ class Filters:
     tasks: list[str] = field(default_factory=list)
     budget: str | None = None  # a budget label (e.g. 50exp/$10/24h) or an experiment count
 
-    def admit(self, summary: dict[str, Any]) -> bool:
-        """Whether a run's summary passes the filters (a field it lacks passes: it is listed, not hidden)."""
-        if self.agents and "agent" in summary and str(summary["agent"]) not in self.agents:
+    def admit(self, summary: RunSummary) -> bool:
+        """Whether a run's summary passes the filters."""
+        if self.agents and summary.agent not in self.agents:
             return False
-        if self.tasks and "task" in summary and str(summary["task"]) not in self.tasks:
+        if self.tasks and summary.task not in self.tasks:
             return False
         if self.budget:
-            try:
-                label, steps = budget_label(summary), str(summary["budget"]["limits"]["experiments"])
-            except (KeyError, TypeError, ValueError):
-                return True
-            return self.budget in (label, steps)
+            return self.budget in (budget_label(summary), str(summary.budget.limits.experiments))
         return True
 
 
@@ -61,26 +57,25 @@ def run_key(run: RunRecord) -> tuple[str, ...]:
     return (run.agent, run.task, run.task_version, run.budget_label, run.llm_label, run.config_label)
 
 
-def _peek(run_dir: Path) -> dict[str, Any]:
-    """summary.json as a dict, or {} when it cannot be parsed (load_run then says why)."""
+def _peek(run_dir: Path) -> RunSummary | None:
+    """The run's summary, or None when it cannot be read (load_run then says why)."""
     try:
-        summary = json.loads((run_dir / "summary.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return summary if isinstance(summary, dict) else {}
+        return read_summary(run_dir)
+    except SummaryError:
+        return None
 
 
-def _left_out(run_dir: Path, summary: dict[str, Any], status: str, cause: str) -> dict[str, Any]:
-    return {"run": str(run_dir), "agent": summary.get("agent", "?"), "task": summary.get("task", "?"),
-            "seed": summary.get("seed", "?"), "status": status, "cause": cause}
+def _left_out(run_dir: Path, summary: RunSummary | None, status: str, cause: str) -> dict[str, Any]:
+    return {"run": str(run_dir), "agent": summary.agent if summary else "?", "task": summary.task if summary else "?",
+            "seed": summary.seed if summary else "?", "status": status, "cause": cause}
 
 
-def _status_of(summary: dict[str, Any]) -> tuple[str, str]:
+def _status_of(summary: RunSummary | None) -> tuple[str, str]:
     """(status, cause) of a run as its summary records them."""
-    status = str(summary.get("status") or "unknown")
-    if status == ABORTED or status.startswith(ABORTED + ":"):
-        cause = summary.get("abort_cause") or status.partition(":")[2].strip() or "no cause recorded"
-        return ABORTED, str(cause)
+    status = (summary.status if summary else "") or "unknown"
+    if summary is not None and (status == ABORTED or status.startswith(ABORTED + ":")):
+        cause = summary.abort_cause or status.partition(":")[2].strip() or "no cause recorded"
+        return ABORTED, cause
     return status, ""
 
 
@@ -92,14 +87,14 @@ def select_runs(root: Path, warn: Callable[[str], None], filters: Filters | None
     not_scored: list[dict[str, Any]] = []
     for run_dir in find_runs(root):
         summary = _peek(run_dir)
-        if summary and not filters.admit(summary):
+        if summary is not None and not filters.admit(summary):
             continue
         status, cause = _status_of(summary)
         if status == ABORTED:
             not_scored.append(_left_out(run_dir, summary, ABORTED, cause))
             warn(f"note: not scored: {run_dir}: aborted ({cause})")
             continue
-        if summary and status != FINISHED and not unfinished:
+        if summary is not None and status != FINISHED and not unfinished:
             not_scored.append(_left_out(run_dir, summary, status, "not finished (resume it, or pass "
                                                                   "--include-unfinished to score it as it stands)"))
             warn(f"note: not scored: {run_dir}: status '{status}', not finished "
@@ -111,7 +106,7 @@ def select_runs(root: Path, warn: Callable[[str], None], filters: Filters | None
             not_scored.append(_left_out(run_dir, summary, "unreadable", str(exc)))
             warn(f"warning: not scored: {run_dir}: {exc}")
             continue
-        if not filters.admit(record.summary):  # a summary _peek could not read is filtered here
+        if not filters.admit(record.summary):  # a summary rewritten since _peek read it
             continue
         for note in record.warnings:
             warn(f"note: {run_dir}: {note}")

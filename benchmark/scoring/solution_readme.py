@@ -70,15 +70,15 @@ def solution_readme(run: RunRecord, spec: TaskSpec | None) -> str:
     before = run.files(baseline) if baseline is not None else {}
     after = run.files(best)
     diff = unified_diff(before, after)
-    metric = run.summary["metric"]
-    arrow = "lower is better" if metric["direction"] == "lower" else "higher is better"
+    metric = run.summary.metric
+    arrow = "lower is better" if metric.direction == "lower" else "higher is better"
     shown = diff if len(diff) <= MAX_DIFF_CHARS else diff[:MAX_DIFF_CHARS] + \
         f"\n... ({len(diff) - MAX_DIFF_CHARS} more characters: the node's diff blob in the run directory)\n"
     parts = [
         f"# Best solution: {run.agent} on {run.task} (seed {run.seed})",
         "",
         f"Node {best.id} ({best.operator}, step {best.step}) of run `{run.run_dir.name}`, chosen by its "
-        f"validation score. Metric: {metric['name']} ({arrow}).",
+        f"validation score. Metric: {metric.name} ({arrow}).",
         "",
         "| | val | test (hidden, scored once at the end) |",
         "|---|---|---|",

@@ -39,7 +39,7 @@ def run_row(run: RunRecord, embedded: dict[str, Any] | None, range_mode: str = "
     row: dict[str, Any] = {
         "agent": run.agent, "task": run.task, "version": run.task_version, "budget": run.budget_label,
         "llm": run.llm_label, "config": run.config_label, "seed": run.seed, "repeat": run.repeat,
-        "domain": run.domain, "run": str(run.run_dir), "status": run.summary.get("status"),
+        "domain": run.domain, "run": str(run.run_dir), "status": run.summary.status,
         "metric": m.name, "direction": m.direction,
         "baseline_val": run.score("baseline", "val"), "best_val": run.score("best", "val"),
         "baseline_test": base_test, "best_test": best_test,

@@ -22,6 +22,7 @@ import yaml
 from researchbench.benchmark.common.inert_text import inert
 from researchbench.benchmark.llm.accounting import cost_text
 from researchbench.benchmark.records.journal import BASELINE_ID
+from researchbench.benchmark.records.summary import SUMMARY_CAP, SUMMARY_FILE, RunSummary, SummaryError, decode_summary
 from researchbench.benchmark.records.sweep_jobs import JOB_RECORD, SWEEP_MARK
 from researchbench.benchmark.scoring.keys import llm_source
 from researchbench.benchmark.scoring.runs import SKIP_DIRS
@@ -30,7 +31,7 @@ from researchbench.benchmark.viewer.journal_view import JOURNAL, RECORDED_JOURNA
 from researchbench.benchmark.viewer.status import derive, owner_record
 
 SCAN_TTL_S = 2.0  # a scan of the folder is reused this long (every open page polls)
-SMALL_FILE = 4 << 20  # summary.json, config.yaml, a sweep job's run.json
+SMALL_FILE = 4 << 20  # config.yaml, a sweep job's run.json (summary.json: records.summary.SUMMARY_CAP)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ class Catalog:
                     sweeps.update(self._sweep_runs(path / sweep))
                 dirs.clear()
                 continue
-            if "summary.json" in files or JOURNAL in files or RECORDED_JOURNAL in files:
+            if SUMMARY_FILE in files or JOURNAL in files or RECORDED_JOURNAL in files:
                 runs.append(path)
                 dirs.clear()  # a run's own folders (blobs, scratch, ...) hold no runs
                 continue
@@ -115,8 +116,20 @@ class Catalog:
         return named
 
     # ------------------------------------------------------------------ reading one run
-    def summary(self, folder: RunFolder) -> dict[str, Any] | None:
-        return _json(self.results, folder.path / "summary.json")
+    def summary(self, folder: RunFolder) -> RunSummary | None:
+        """The run's summary; None when it has none yet or it cannot be read (`summary_read` says why)."""
+        return self.summary_read(folder)[0]
+
+    def summary_read(self, folder: RunFolder) -> tuple[RunSummary | None, str]:
+        """The run's summary, read through RESULTS' confinement and parsed by the record's own parse
+        (benchmark.records.summary); else None and why, in one line ('' when the run has none yet)."""
+        raw = self.results.read(folder.path / SUMMARY_FILE, cap=SUMMARY_CAP + 1)  # one over: too large is said
+        if raw is None:
+            return None, ""
+        try:
+            return decode_summary(raw, f"{folder.id}/{SUMMARY_FILE}"), ""
+        except SummaryError as exc:
+            return None, str(exc)
 
     def config(self, folder: RunFolder) -> dict[str, Any]:
         raw = self.results.read(folder.path / "config.yaml", cap=SMALL_FILE)
@@ -131,10 +144,11 @@ class Catalog:
 
     def row(self, folder: RunFolder) -> dict[str, Any]:
         """One line of the runs list (every string made inert: the client shows them as text)."""
-        summary = self.summary(folder) or {}
+        summary, problem = self.summary_read(folder)
         config = self.config(folder)
         journal = self.journal(folder)
-        status, note = derive(summary or None, journal, owner_record(self.results, folder.path))
+        status, note = derive(summary.raw if summary else None, journal, owner_record(self.results, folder.path))
+        note = problem or note  # a summary that cannot be read says so, not "no summary.json yet"
         return {k: inert(v) if isinstance(v, str) else v for k, v in row_fields(folder, summary, config, journal,
                                                                                 status, note).items()}
 
@@ -144,36 +158,32 @@ def _name(config: dict[str, Any], key: str) -> str | None:
     return str(section.get("name")) if isinstance(section, dict) and section.get("name") else None
 
 
-def row_fields(folder: RunFolder, summary: dict[str, Any], config: dict[str, Any], journal: JournalView,
+def row_fields(folder: RunFolder, summary: RunSummary | None, config: dict[str, Any], journal: JournalView,
                status: str, note: str) -> dict[str, Any]:
     """The runs list's columns for one run, from its summary, falling back on its config and journal."""
-    best = summary.get("best") if isinstance(summary.get("best"), dict) else {}
-    budget = summary.get("budget") if isinstance(summary.get("budget"), dict) else {}
-    limits = budget.get("limits") if isinstance(budget.get("limits"), dict) else {}
-    used = budget.get("used") if isinstance(budget.get("used"), dict) else {}
-    metric = summary.get("metric") if isinstance(summary.get("metric"), dict) else {}
-    uses_llm = summary.get("uses_llm")
-    asks = bool(uses_llm) if isinstance(uses_llm, bool) else any(n.get("llm_calls") for n in journal.finished.values())
+    used = summary.budget.used if summary else None
+    asks = summary.uses_llm if summary and summary.uses_llm is not None else \
+        any(n.get("llm_calls") for n in journal.finished.values())
     executed = sum(1 for n in journal.finished.values() if n.get("executed") and n.get("id") != BASELINE_ID)
-    unpriced = used.get("unknown_cost_calls")
-    return {
+    row: dict[str, Any] = {
         "id": folder.id, "group": folder.group,
-        "agent": summary.get("agent") or _name(config, "agent") or "?",
-        "task": summary.get("task") or _name(config, "task") or "?",
-        "task_version": summary.get("task_version") or "",
-        "seed": summary.get("seed", config.get("seed")),
+        "agent": (summary.agent if summary else None) or _name(config, "agent") or "?",
+        "task": (summary.task if summary else None) or _name(config, "task") or "?",
+        "task_version": summary.task_version or "" if summary else "",
+        "seed": summary.seed if summary else config.get("seed"),
         "model": llm_source(config, asks) if config else "unknown",
         "status": status, "status_note": note,
-        "experiments": number(used.get("experiments")) if used else executed,
-        "budget_experiments": number(limits.get("experiments")),
-        "nodes": len(journal.finished), "in_flight": len(journal.pending),
-        "metric": metric.get("name") or "", "direction": metric.get("direction") or "",
-        "best_node": best.get("node"), "best_val": number(best.get("val")),
-        "test": number(best.get("test")), "achievement": number(best.get("achievement_test")),
-        "usd": number(used.get("usd")),
-        "cost": cost_text(number(used.get("usd")), used.get("offline_llm") is True,
-                          unpriced if isinstance(unpriced, int) and not isinstance(unpriced, bool) else 0)
-        if used else "",
-        "wall_seconds": number(summary.get("wall_seconds")),
-        "updated_at": number(summary.get("updated_at")),
+        "experiments": number(used.experiments) if used else executed,
+        "budget_experiments": None, "nodes": len(journal.finished), "in_flight": len(journal.pending),
+        "metric": "", "direction": "", "best_node": None, "best_val": None, "test": None, "achievement": None,
+        "usd": number(used.usd) if used else None,
+        "cost": cost_text(used.usd, used.offline_llm, used.unknown_cost_calls) if used else "",
+        "wall_seconds": None, "updated_at": None,
     }
+    if summary is not None:
+        best = summary.best
+        row.update(budget_experiments=float(summary.budget.limits.experiments), metric=summary.metric.name,
+                   direction=summary.metric.direction, best_node=best.node, best_val=best.val, test=best.test,
+                   achievement=best.achievement_test, wall_seconds=summary.wall_seconds,
+                   updated_at=summary.updated_at)
+    return row

@@ -28,16 +28,16 @@ def board(catalog: Catalog) -> Board:
     tasks = get_registry().tasks
     out, rows, specs = Board(), [], {}
     for folder in catalog.folders().values():
-        summary = catalog.summary(folder)
-        if not summary or summary.get("status") != "finished" or catalog.results.stat(folder.path / "summary.json") is None:
+        summary = catalog.summary(folder)  # read inside RESULTS only, and parsed once: entry() takes it
+        if summary is None or summary.status != "finished":
             continue
-        name = summary.get("task")
+        name = summary.task
         if name not in tasks:
             out.notes.append(f"{folder.id}: task {name!s:.60} is not registered here (left out)")
             continue
         try:
             specs.setdefault(name, load_task(tasks[name]))
-            row = entry(folder.path, catalog.results.root, specs[name])
+            row = entry(folder.path, catalog.results.root, specs[name], summary)
         except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as exc:
             out.notes.append(f"{folder.id}: not scored ({type(exc).__name__})")
             continue

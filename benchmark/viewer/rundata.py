@@ -76,11 +76,12 @@ def curve(nodes: list[dict[str, Any]], direction: str) -> list[dict[str, Any]]:
 
 def run_json(catalog: Catalog, folder: RunFolder) -> dict[str, Any]:
     """The run page's data: header row, limits and usage, nodes, in-flight nodes, curve, notes."""
-    summary = catalog.summary(folder) or {}
+    summary = catalog.summary(folder)
+    raw = summary.raw if summary else {}  # its objects go to the page as written (cleaned), keys and all
     journal: JournalView = catalog.journal(folder)
     row = catalog.row(folder)
     nodes = [node_row(n, journal.checkpoints.get(i, {})) for i, n in journal.finished.items()]
-    budget = summary.get("budget") if isinstance(summary.get("budget"), dict) else {}
+    budget = raw.get("budget") or {}  # an object: the summary's parse checked it
     notes = list(journal.notes[-20:]) + ([row["status_note"]] if row["status_note"] else [])
     if journal.aborted is not None:
         notes.append(f"aborted: {journal.aborted.get('cause')} (fix: {journal.aborted.get('fix')})")
@@ -89,10 +90,10 @@ def run_json(catalog: Catalog, folder: RunFolder) -> dict[str, Any]:
                       "at": number(r.get("at"))}) for r in journal.pending.values()]
     return {
         "row": row,
-        "metric": clean(summary.get("metric") if isinstance(summary.get("metric"), dict) else {}),
+        "metric": clean(raw.get("metric") or {}),
         "limits": clean(budget.get("limits") or {}), "used": clean(budget.get("used") or {}),
-        "clock": clean(budget.get("clock")), "stop_reason": clean(summary.get("stop_reason")),
-        "baseline": clean(summary.get("baseline") or {}),
+        "clock": clean(budget.get("clock")), "stop_reason": clean(raw.get("stop_reason")),
+        "baseline": clean(raw.get("baseline") or {}),
         "nodes": nodes, "pending": pending,
         "curve": curve(nodes, row["direction"] or "higher"),
         "notes": [inert(n) for n in notes],

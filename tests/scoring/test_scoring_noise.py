@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -69,9 +70,9 @@ def test_a_run_without_recorded_noise_takes_the_manifests_of_its_version(tmp_pat
     spec = load_task(REPO / "ml_tasks" / "semi_supervised")
     assert spec.noise is not None and spec.noise.measured is not None
     same = load_run(_run(tmp_path / "a", "semi_supervised", 0, 0.9, 0.8, None))
-    same.summary["task_version"] = spec.noise.measured.version
+    same.summary = replace(same.summary, task_version=spec.noise.measured.version)
     noise = noise_gap.run_noise(same)
     assert noise is not None and (noise.val_size, noise.test_sd) == (spec.noise.val.size, spec.noise.test.sd)
     other = load_run(_run(tmp_path / "b", "semi_supervised", 0, 0.9, 0.8, None))
-    other.summary["task_version"] = "0.0.0-never"
+    other.summary = replace(other.summary, task_version="0.0.0-never")
     assert noise_gap.run_noise(other) is None  # measured on another version: not this run's noise
