@@ -56,7 +56,9 @@ SYSTEM = (
     '  "command": one bash command run in the code directory (inspect data, check code): you get its exit code '
     "and output tail;\n"
     '  "submit_eval": true to run the current files as one experiment, scored on validation labels you never see;\n'
-    '  "done": true (with "done_reason") to stop for good.\n'
+    '  "done": true (with "done_reason") to stop for good: the experiment with the best validation score so far '
+    "is then the one scored on the hidden test (not your current files, unless they are that experiment), and "
+    "experiments left unused are lost.\n"
     "Within a turn: files are written, then the command runs, then the evaluation (skipped if the command "
     "failed). Instead of files_to_write you may put SEARCH/REPLACE blocks after the JSON. Commands run "
     "without network, labels or test inputs; files you write persist, anything a command creates is gone "

@@ -285,11 +285,17 @@ class StandInModal:
         return args
 
 
+def working_bwrap() -> str | None:
+    """The bubblewrap the stand-in runs its sandboxes with; None on a machine where none works."""
+    from researchbench.benchmark.executors.local import sandbox as sandbox_mod
+
+    return next((p for p in sandbox_mod.bwrap_candidates(None) if not sandbox_mod.probe_bwrap(p)), None)
+
+
 def from_env() -> StandInModal:
     """For `hydra.launcher.client=tests.modal_standin:from_env` in CLI tests (a subprocess):
     the root comes from $RESEARCHBENCH_STANDIN_ROOT."""
-    from researchbench.benchmark.executors.local import sandbox as sandbox_mod
-
-    bwrap = next(p for p in sandbox_mod.bwrap_candidates(None) if not sandbox_mod.probe_bwrap(p))
+    bwrap = working_bwrap()
+    assert bwrap is not None, "the stand-in needs a working bubblewrap"
     root = Path(os.environ["RESEARCHBENCH_STANDIN_ROOT"]) / uuid.uuid4().hex[:8]
     return StandInModal(root, bwrap)

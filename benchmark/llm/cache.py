@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import logging
@@ -31,6 +32,7 @@ def cache_key(cfg: LLMConfig, messages: list[dict]) -> str:
 
 class ResponseCache:
     """One JSON file per request key; written atomically so a killed run never leaves half a file.
+    An entry may also be stored gzipped (`<key>.json.gz`): recordings kept in a repository are, and read the same.
 
     Each entry also names the operator and its position among that operator's calls in the recorded
     run, so a replay can fall back to "the same reply at the same point" when a prompt differs only
@@ -47,10 +49,15 @@ class ResponseCache:
     def get(self, key: str) -> Optional[dict[str, Any]]:
         path = self.path(key)
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
+            try:
+                raw = path.read_bytes()
+            except FileNotFoundError:
+                path = path.with_name(path.name + ".gz")
+                raw = gzip.decompress(path.read_bytes())
+            entry = json.loads(raw.decode("utf-8"))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
             _log.warning("ignoring unreadable LLM cache entry %s: %s", path, exc)
             return None
         return entry if isinstance(entry, dict) and isinstance(entry.get("response"), str) else None
@@ -60,8 +67,9 @@ class ResponseCache:
         or several (a folder that recorded several different runs cannot say which one to follow)."""
         if self._positions is None:
             self._positions = {}
-            for path in sorted(self.root.glob("*.json")):
-                entry = self.get(path.stem)
+            keys = {path.name.split(".", 1)[0] for pattern in ("*.json", "*.json.gz") for path in self.root.glob(pattern)}
+            for key in sorted(keys):
+                entry = self.get(key)
                 if entry is not None and isinstance(entry.get("position"), int):
                     self._positions.setdefault((str(entry.get("operator", "")), entry["position"]), []).append(entry)
         found = self._positions.get((operator, position), [])

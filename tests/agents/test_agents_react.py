@@ -274,3 +274,13 @@ def test_sandbox_note_names_the_output_dir_without_template_placeholders(tmp_pat
     note = sandbox_note(_ctx(tmp_path))
     assert "{" not in note and "}" not in note, note  # no unrendered {output}/{python}/{data}
     assert "<out>" in note and "/tmp/out" in note
+
+
+def test_the_done_action_says_which_solution_is_scored_and_that_unused_experiments_are_lost() -> None:
+    """A strong LLM (issue 27, react on fairness) declared done with 5 of 10 experiments left, believing its current
+    files were the final solution; the harness scores the best-on-validation experiment."""
+    from researchbench.agents.react import SYSTEM
+
+    done = next(line for line in SYSTEM.splitlines() if line.lstrip().startswith('"done"'))
+    assert "best validation score" in done and "hidden test" in done and "not your current files" in done
+    assert "unused are lost" in done

@@ -22,9 +22,9 @@ from researchbench.benchmark.executors.modal.backend import DATA_MOUNT, PRIVATE_
 from researchbench.benchmark.executors.modal.image import gpu_string, image_spec, modal_credentials_problem, pin
 from researchbench.benchmark.tasks.manifest import Requirement
 from tests.executor_conformance import ATTEMPT_SOURCE, ExecutorConformance, make_job, run
-from tests.modal_standin import StandInModal
+from tests.modal_standin import StandInModal, working_bwrap
 
-BWRAP = next((p for p in sandbox_mod.bwrap_candidates(None) if not sandbox_mod.probe_bwrap(p)), None)
+BWRAP = working_bwrap()
 needs_bwrap = pytest.mark.skipif(BWRAP is None, reason="the stand-in needs a working bubblewrap")
 
 

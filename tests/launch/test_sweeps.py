@@ -194,9 +194,9 @@ def test_submitit_local_sweep(toy, tmp_path: Path) -> None:
 
 
 def test_modal_launcher_on_the_stand_in(toy, tmp_path: Path) -> None:
-    from test_executor_modal import BWRAP
+    from tests.modal_standin import working_bwrap
 
-    if BWRAP is None:
+    if working_bwrap() is None:
         pytest.skip("the stand-in needs a working bubblewrap")
     proc = run_cli("-m", "hydra/launcher=modal", "hydra.launcher.client=tests.modal_standin:from_env",
                    f"hydra.launcher.remote_python={sys.executable}", "hydra.launcher.agent_code_in_run=true",

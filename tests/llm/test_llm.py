@@ -475,3 +475,19 @@ def test_usage_and_scripted_replies_are_thread_safe(tmp_path: Path) -> None:
     with ThreadPoolExecutor(8) as pool:
         replies = list(pool.map(lambda _: client.complete(MSGS, operator="improve").response, range(24)))
     assert sorted(replies) == sorted(f"reply {i}" for i in range(24))  # each served exactly once
+
+
+def test_gzipped_cache_entries_read_like_plain_ones(tmp_path: Path) -> None:
+    """Recordings kept in the repository store their replies gzipped (examples/recorded/**/cache/*.json.gz)."""
+    import gzip
+
+    from researchbench.benchmark.llm.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path)
+    cache.put("plain", {"response": "a", "operator": "draft", "position": 0})
+    entry = {"response": "b", "operator": "improve", "position": 3}
+    (tmp_path / "zipped.json.gz").write_bytes(gzip.compress(json.dumps(entry).encode()))
+    (tmp_path / "broken.json.gz").write_bytes(b"not gzip")
+    assert cache.get("plain")["response"] == "a" and cache.get("zipped") == entry
+    assert cache.get("broken") is None and cache.get("absent") is None  # unreadable: ignored with a warning
+    assert cache.at_position("improve", 3) == entry and cache.at_position("draft", 0)["response"] == "a"

@@ -22,7 +22,7 @@ from researchbench.benchmark.records.summary import (SUMMARY_CAP, SUMMARY_FILE, 
                                                      Scores, Steps, SummaryError, parse_summary, read_summary,
                                                      write_summary)
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FROZEN = REPO / "tests" / "fixtures" / "summaries" / "format0-aide-fairness.json"
 DOC = REPO / "docs" / "records.md"
 

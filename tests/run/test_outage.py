@@ -210,9 +210,9 @@ def test_baseline_that_cannot_run_aborts_and_is_rerun_on_resume(toy, tmp_path: P
 
 def test_executor_that_cannot_start_jobs_aborts_then_resumes(toy, tmp_path: Path, monkeypatch) -> None:
     from researchbench.benchmark.executors.modal import backend as modal_backend
-    from test_executor_modal import BWRAP
-    from tests.modal_standin import StandInModal
+    from tests.modal_standin import StandInModal, working_bwrap
 
+    BWRAP = working_bwrap()
     if BWRAP is None:
         pytest.skip("the Modal stand-in needs a working bubblewrap")
     clients: list[StandInModal] = []
