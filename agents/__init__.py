@@ -1,7 +1,8 @@
-"""The built-in agents, one module each (aide, greedy, mcts, ...); what they share lives in `researchbench.agents.kit`.
+"""The built-in agents, one module each (aide, greedy, mcts, ...); what they share lives in `agents.kit`.
+Installed as `researchbench.agents`.
 
-May import: `researchbench.benchmark.plugins`, `researchbench.benchmark.contract`, `researchbench.benchmark.records`, `researchbench.benchmark.tasks`, `researchbench.benchmark.edits`,
-`researchbench.benchmark.llm`, `researchbench.benchmark.common`. Nothing in `benchmark` imports it: agents are loaded by module name.
+May import: the public API (`researchbench`), as a third-party agent does, and `researchbench.benchmark`'s
+contract, records, tasks, edits, llm and common. Nothing in `benchmark` imports it: agents are loaded by name.
 """
 
 if __name__ == "agents":  # a source checkout imported under 0.1.0's top-level name: one module, two names
