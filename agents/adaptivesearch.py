@@ -38,7 +38,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from researchbench.agents.autoresearch import KEEP, AutoresearchConfig, Lane, idea_job, lane_action, lane_of, log_rows, replay
+from researchbench.agents.autoresearch import (KEEP, AutoresearchConfig, Lane, idea_job, lane_action, lane_of, log_rows,
+                                               replay)
 from researchbench.agents.kit import operators, prompts
 from researchbench.agents.kit.text import Section, summarize
 from researchbench.agents.kit.tree import ROOT

@@ -27,7 +27,8 @@ from typing import Callable
 from researchbench.agents.kit import operators, prompts
 from researchbench.agents.kit.prompts import PromptConfig
 from researchbench.agents.kit.tree import ROOT, debug_depth, is_leaf
-from researchbench import (OK, Action, Agent, AgentSpec, Node, NodeStore, OpContext, Proposal, StatelessPolicy, TaskSpec, domain, hookimpl)
+from researchbench import (OK, Action, Agent, AgentSpec, Node, NodeStore, OpContext, Proposal, StatelessPolicy,
+                           TaskSpec, domain, hookimpl)
 
 KEEP, DISCARD, CRASH = "keep", "discard", "crash"
 MAIN = "main"

@@ -28,8 +28,8 @@ from typing import Any, Callable, Optional
 from researchbench.agents.kit import operators
 from researchbench.agents.kit.budget_rules import exploration_width
 from researchbench.agents.kit.prompts import PromptConfig
-from researchbench.agents.kit.tree import (ROOT, action_from_json, action_to_json, debug_depth, path_to_root, pending_children,
-                         retry_debug)
+from researchbench.agents.kit.tree import (ROOT, action_from_json, action_to_json, debug_depth, path_to_root,
+                                           pending_children, retry_debug)
 from researchbench import OK, Action, Agent, AgentSpec, Node, NodeStore, domain, hookimpl
 from researchbench.benchmark.tasks.manifest import Metric, TaskSpec
 

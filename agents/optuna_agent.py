@@ -12,7 +12,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from researchbench import (BASELINE_ID, Action, Agent, AgentSpec, Node, NodeStore, OpContext, Proposal, StatelessPolicy, TaskSpec, UserError, domain, hookimpl)
+from researchbench import (BASELINE_ID, Action, Agent, AgentSpec, Node, NodeStore, OpContext, Proposal, StatelessPolicy,
+                           TaskSpec, UserError, domain, hookimpl)
 
 
 @dataclass

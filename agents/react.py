@@ -28,7 +28,8 @@ from researchbench.agents.kit import prompts
 from researchbench.agents.kit.prompts import PromptConfig
 from researchbench.agents.kit.text import Section, assemble, head_lines, summarize, tail_lines
 from researchbench.agents.kit.tree import ROOT
-from researchbench import (Action, Agent, AgentSpec, Node, NodeStore, OpContext, Proposal, StatelessPolicy, TaskSpec, apply_edits, domain, format_instructions, hookimpl)
+from researchbench import (Action, Agent, AgentSpec, Node, NodeStore, OpContext, Proposal, StatelessPolicy, TaskSpec,
+                           apply_edits, domain, format_instructions, hookimpl)
 
 
 @dataclass

@@ -22,13 +22,15 @@ from researchbench.benchmark.common.domains import domain  # noqa: E402
 from researchbench.benchmark.common.errors import UserError
 from researchbench.benchmark.common.moved import deprecated_names
 from researchbench.benchmark.common.version import package_version
-from researchbench.benchmark.contract.agent_api import (AGENT_API_VERSION, Action, Agent, AgentSpec, Analysis, Analyzer, CommandResult,
-                                         OpContext, Operator, Policy, Proposal, StatelessPolicy)
+from researchbench.benchmark.contract.agent_api import (AGENT_API_VERSION, Action, Agent, AgentSpec, Analysis, Analyzer,
+                                                        CommandResult, OpContext, Operator, Policy, Proposal,
+                                                        StatelessPolicy)
 from researchbench.benchmark.edits import apply_edits, format_instructions
 from researchbench.benchmark.executors.base import Executor, Job, JobResult, Limits
 from researchbench.benchmark.llm import LLMCall
 from researchbench.benchmark.plugins.manager import API_ATTRIBUTE, ExecutorSpec, hookimpl
-from researchbench.benchmark.records.journal import AGENT_FAILED, BASELINE_ID, BUGGY, EDIT_FAILED, NO_OP, OK, Node, NodeStore
+from researchbench.benchmark.records.journal import (AGENT_FAILED, BASELINE_ID, BUGGY, EDIT_FAILED, NO_OP, OK, Node,
+                                                     NodeStore)
 from researchbench.benchmark.tasks.manifest import TaskSpec, load_task
 
 __version__ = package_version()

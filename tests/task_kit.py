@@ -28,7 +28,8 @@ from types import ModuleType
 import pytest
 import yaml
 
-from researchbench.benchmark.authoring.task_check import PASS, RECORD_ABS_TOL, RECORD_REL_TOL, check_task, overlay_files, probe_val_phase
+from researchbench.benchmark.authoring.task_check import (PASS, RECORD_ABS_TOL, RECORD_REL_TOL, check_task,
+                                                          overlay_files, probe_val_phase)
 from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from researchbench.benchmark.executors.local.sandbox import THREAD_ENV
 from researchbench.benchmark.run.experiment import Outcome, run_phase

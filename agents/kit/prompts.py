@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from researchbench.agents.kit.runtime_api import runtime_api
-from researchbench.agents.kit.text import Section, diff_stats, fold_repeats, head_and_tail, head_lines, middle, outline_python, summarize, tail_lines
+from researchbench.agents.kit.text import (Section, diff_stats, fold_repeats, head_and_tail, head_lines, middle,
+                                           outline_python, summarize, tail_lines)
 from researchbench import OK, Node, domain
 from researchbench.benchmark.edits import FORMATS
 from researchbench.benchmark.tasks.data_preview import preview

@@ -19,8 +19,8 @@ from omegaconf import OmegaConf
 from researchbench.benchmark.common.errors import UserError
 from researchbench.benchmark.common.inert_text import inert
 from researchbench.benchmark.common.paths import REPO_ROOT
-from researchbench.benchmark.launch.sweep import (Invocation, describe, expand, launcher_job_problem, launcher_problem, parse,
-                                    print_job_configs)
+from researchbench.benchmark.launch.sweep import (Invocation, describe, expand, launcher_job_problem, launcher_problem,
+                                                  parse, print_job_configs)
 from researchbench.benchmark.run.catalog import LIST_COMMAND
 
 CONFIG_DIR = REPO_ROOT / "configs"

@@ -5,8 +5,9 @@ the plugin manager that finds agents lives in `researchbench.benchmark.plugins`,
 May import: `researchbench.benchmark.executors` (base), `researchbench.benchmark.records`, `researchbench.benchmark.llm`, `researchbench.benchmark.tasks`, `researchbench.benchmark.common`
 (only `executors.base` at run time; the rest for types).
 """
-from researchbench.benchmark.contract.agent_api import (AGENT_API_VERSION, Action, Agent, AgentSpec, Analysis, Analyzer, CommandResult,
-                                          OpContext, Operator, Policy, Proposal, StatelessPolicy)
+from researchbench.benchmark.contract.agent_api import (AGENT_API_VERSION, Action, Agent, AgentSpec, Analysis, Analyzer,
+                                                        CommandResult, OpContext, Operator, Policy, Proposal,
+                                                        StatelessPolicy)
 
 __all__ = ["AGENT_API_VERSION", "Action", "Agent", "AgentSpec", "Analysis", "Analyzer", "CommandResult", "OpContext",
            "Operator", "Policy", "Proposal", "StatelessPolicy"]

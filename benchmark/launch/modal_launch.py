@@ -15,7 +15,8 @@ from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from researchbench.benchmark.common.errors import UserError
-from researchbench.benchmark.launch.modal_runs import RemoteRun, RemoteRunSettings, harness_image, placement_problem, run_remotely
+from researchbench.benchmark.launch.modal_runs import (RemoteRun, RemoteRunSettings, harness_image, placement_problem,
+                                                       run_remotely)
 
 log = logging.getLogger(__name__)
 

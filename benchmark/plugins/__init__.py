@@ -5,7 +5,8 @@ against lives in `researchbench.benchmark.contract` (re-exported here, as before
 May import: `researchbench.benchmark.contract`, `researchbench.benchmark.executors`, `researchbench.benchmark.records`, `researchbench.benchmark.llm`, `researchbench.benchmark.tasks`,
 `researchbench.benchmark.common`. Agents are loaded by module name, never imported here.
 """
-from researchbench.benchmark.contract.agent_api import Action, Agent, AgentSpec, Analysis, OpContext, Policy, Proposal, StatelessPolicy
+from researchbench.benchmark.contract.agent_api import (Action, Agent, AgentSpec, Analysis, OpContext, Policy, Proposal,
+                                                        StatelessPolicy)
 from researchbench.benchmark.plugins.manager import ExecutorSpec, Registry, get_registry, hookimpl, hookspec
 
 __all__ = ["Action", "Agent", "AgentSpec", "Analysis", "ExecutorSpec", "OpContext", "Policy", "Proposal", "Registry",

@@ -28,9 +28,12 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 log = logging.getLogger(__name__)
 
-BUILTIN_PLUGINS = ("researchbench.benchmark.plugins.builtin", "researchbench.agents.greedy", "researchbench.agents.aide", "researchbench.agents.mcts", "researchbench.agents.evolutionary",
-                   "researchbench.agents.optuna_agent", "researchbench.agents.autoresearch", "researchbench.agents.adaptivesearch", "researchbench.agents.ai_scientist_v1",
-                   "researchbench.agents.ai_scientist_v2", "researchbench.agents.openevolve", "researchbench.agents.react")
+BUILTIN_PLUGINS = ("researchbench.benchmark.plugins.builtin", "researchbench.agents.greedy",
+                   "researchbench.agents.aide", "researchbench.agents.mcts", "researchbench.agents.evolutionary",
+                   "researchbench.agents.optuna_agent", "researchbench.agents.autoresearch",
+                   "researchbench.agents.adaptivesearch", "researchbench.agents.ai_scientist_v1",
+                   "researchbench.agents.ai_scientist_v2", "researchbench.agents.openevolve",
+                   "researchbench.agents.react")
 
 
 class HookSpecs:

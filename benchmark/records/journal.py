@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from researchbench.benchmark.common.safefs import write_text_atomic
-from researchbench.benchmark.records.kinds import (Aborted, Abandoned, BadRecord, Checkpoint, Final, Finished, Header, Pending,
-                                     Record, dumps, parse_lines)
+from researchbench.benchmark.records.kinds import (Aborted, Abandoned, BadRecord, Checkpoint, Final, Finished, Header,
+                                                   Pending, Record, dumps, parse_lines)
 from researchbench.benchmark.records.node import (AGENT_FAILED, BASELINE_ID, BUGGY, EDIT_FAILED, NO_OP, OK, PENDING,  # noqa: F401
                                     Node)
 from researchbench.benchmark.tasks.manifest import Metric

@@ -76,7 +76,8 @@ def select(options: Options, warn: Callable[[str], None]) -> Selection:
 def embed(runs: list[RunRecord], options: Options, say: Callable[[str], None]) -> dict | None:
     if not options.embeddings:
         return None
-    from researchbench.benchmark.scoring.embeddings import DEFAULT_CACHE, GRAPHCODEBERT, EmbeddingUnavailable, Embedder, embed_runs
+    from researchbench.benchmark.scoring.embeddings import (DEFAULT_CACHE, GRAPHCODEBERT, EmbeddingUnavailable,
+                                                            Embedder, embed_runs)
 
     try:
         embedder = Embedder(options.embedding_model or GRAPHCODEBERT, options.embedding_cache or DEFAULT_CACHE,

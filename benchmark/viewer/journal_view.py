@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from researchbench.benchmark.records.kinds import (Aborted, Abandoned, BadRecord, Final, Finished, Header, Pending, Record,
-                                     parse_lines)
+from researchbench.benchmark.records.kinds import (Aborted, Abandoned, BadRecord, Final, Finished, Header, Pending,
+                                                   Record, parse_lines)
 from researchbench.benchmark.viewer.files import Results
 
 JOURNAL, RECORDED_JOURNAL = "journal.jsonl", "journal.jsonl.gz"

@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from researchbench.agents.kit.text import (Section, assemble, diff_stats, head_and_tail, head_lines, middle, outline_python, summarize,
-                         tail_lines)
+from researchbench.agents.kit.text import (Section, assemble, diff_stats, head_and_tail, head_lines, middle,
+                                           outline_python, summarize, tail_lines)
 from researchbench.benchmark.tasks import data_preview
 
 LIB = '  File "/usr/lib/python3.11/site-packages/numpy/core.py", line {n}, in inner{n}\n    return f(x)\n'

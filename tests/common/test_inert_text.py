@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from researchbench.benchmark.common.inert_text import (JOB_OUTPUT_BYTES, MAX_METRICS, METRIC_NAME, csv_safe, inert, install_log_filter,
-                                  job_output)
+from researchbench.benchmark.common.inert_text import (JOB_OUTPUT_BYTES, MAX_METRICS, METRIC_NAME, csv_safe, inert,
+                                                       install_log_filter, job_output)
 from researchbench.benchmark.executors.local import LocalExecutor, LocalExecutorConfig
 from researchbench.benchmark.records.journal import OK, BlobStore, Journal, Node
 from researchbench.benchmark.records.kinds import Checkpoint, Finished

@@ -18,7 +18,8 @@ import pytest
 from researchbench.benchmark.common.errors import UserError
 from researchbench.benchmark.executors.base import Executor, Job, Limits
 from researchbench.benchmark.executors.local import sandbox as sandbox_mod
-from researchbench.benchmark.executors.modal.backend import DATA_MOUNT, PRIVATE_MOUNT, RUN_TAG, ModalExecutor, ModalExecutorConfig
+from researchbench.benchmark.executors.modal.backend import (DATA_MOUNT, PRIVATE_MOUNT, RUN_TAG, ModalExecutor,
+                                                             ModalExecutorConfig)
 from researchbench.benchmark.executors.modal.image import gpu_string, image_spec, modal_credentials_problem, pin
 from researchbench.benchmark.tasks.manifest import Requirement
 from tests.executor_conformance import ATTEMPT_SOURCE, ExecutorConformance, make_job, run

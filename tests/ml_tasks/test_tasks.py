@@ -18,8 +18,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from task_kit import (PASS, RECORD_ABS_TOL, RECORD_REL_TOL, TASK_NAMES, baseline_run, evaluator_rejects,
-                      evaluator, full_check, leak_probe, overlay_run, rejects_inprocess, prepared_checksums, prepared_task, spec_of, task_dir)
+from task_kit import (PASS, RECORD_ABS_TOL, RECORD_REL_TOL, TASK_NAMES, baseline_run, evaluator_rejects, evaluator,
+                      full_check, leak_probe, overlay_run, rejects_inprocess, prepared_checksums, prepared_task,
+                      spec_of, task_dir)
 
 # The columns that name a row of a CSV output, where not "id" (the evaluator matches predictions to labels by them).
 ROW_KEYS = {"causal_discovery": ("dataset", "source", "target"), "causal_effect": ("rep", "unit"),

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from researchbench.benchmark.records.journal import Journal, Node, read_records
-from researchbench.benchmark.records.kinds import (FORMAT, KINDS, Abandoned, Aborted, BadRecord, Checkpoint, Final, Finished, Header,
-                                     Pending, PolicyCrash, parse, parse_lines)
+from researchbench.benchmark.records.kinds import (FORMAT, KINDS, Abandoned, Aborted, BadRecord, Checkpoint, Final,
+                                                   Finished, Header, Pending, PolicyCrash, parse, parse_lines)
 
 FROZEN = Path(__file__).parents[1] / "fixtures" / "journals" / "format0-openevolve-fairness.jsonl.gz"
 DOC = Path(__file__).resolve().parents[2] / "docs" / "records.md"

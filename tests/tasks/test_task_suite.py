@@ -24,7 +24,8 @@ def test_suites_name_only_existing_tasks() -> None:
 @pytest.mark.slow
 def test_requirements_install_together_without_cuda_wheels() -> None:
     """Needs PyPI: `pip install --dry-run --report` of every built-in task's requirements together."""
-    from researchbench.benchmark.tasks.requirements_check import builtin_specs, dry_run, offenders, union, _installed_torch
+    from researchbench.benchmark.tasks.requirements_check import (builtin_specs, dry_run, offenders, union,
+                                                                  _installed_torch)
 
     plain, no_deps = union(builtin_specs())
     assert offenders(dry_run(plain) + dry_run(no_deps, no_deps=True), _installed_torch()) == []

@@ -41,8 +41,8 @@ from typing import Callable, Optional
 from researchbench.benchmark.common.domains import domain, out_of_range
 from researchbench.benchmark.common.errors import UserError
 from researchbench.benchmark.common.safefs import tree_usage
-from researchbench.benchmark.executors.base import (CPU, CPU_WHY, GPU_WALL_WHY, WALL, Executor, ExecutorConfig, Job, JobResult,
-                                     job_problem)
+from researchbench.benchmark.executors.base import (CPU, CPU_WHY, GPU_WALL_WHY, WALL, Executor, ExecutorConfig, Job,
+                                                    JobResult, job_problem)
 from researchbench.benchmark.executors.gpu_devices import GpuDevices
 from researchbench.benchmark.executors.local.cgroups import JobCgroup
 from researchbench.benchmark.executors.local.cpu_time import ProcessTreeCpu

@@ -25,8 +25,8 @@ from typing import Optional, Sequence
 from researchbench.benchmark.common.errors import UserError
 from researchbench.benchmark.common.paths import task_runtime_dir
 from researchbench.benchmark.executors.base import Job
-from researchbench.benchmark.executors.local.job_fs import (JOB_ROOT, STAGE_ROOT, SUPERVISOR_FILE, SUPERVISOR_PATH, job_places,
-                                              place_of)
+from researchbench.benchmark.executors.local.job_fs import (JOB_ROOT, STAGE_ROOT, SUPERVISOR_FILE, SUPERVISOR_PATH,
+                                                            job_places, place_of)
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from task_runtime import DriverArgs, DriverError, as_vector, driver_main, read_params, seed_everything, write_predictions
+from task_runtime import (DriverArgs, DriverError, as_vector, driver_main, read_params, seed_everything,
+                          write_predictions)
 
 HERE = Path(__file__).resolve().parent
 
