@@ -80,6 +80,11 @@ def new_name(old: str) -> str:
     return MOVED.get(old) or f"{NAMESPACE}.{old}"
 
 
+def _warn_moved(old: str, new: str, stacklevel: int) -> None:
+    warnings.warn(f"{old} is deprecated and will be removed in the next release; import {new} instead",
+                  DeprecationWarning, stacklevel=stacklevel + 1)
+
+
 def _ours(top: str, spec: Any) -> bool:
     """Is `spec` (a top-level package the path finder found) this package's own folder, e.g. a source
     checkout's `agents/` on sys.path, rather than another project that happens to use the name?"""
@@ -124,8 +129,7 @@ class _OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         new = new_name(old)
         sys.modules[old] = importlib.import_module(new)  # the import system hands out what is here now
         if old.partition(".")[0] not in JOB_NAMES:
-            warnings.warn(f"{old} is deprecated and will be removed in the next release; import {new} instead",
-                          DeprecationWarning, stacklevel=2)  # 1 = here, 2 = the importer
+            _warn_moved(old, new, stacklevel=2)  # 1 = here, 2 = the importer
 
 
 def install() -> None:
@@ -140,8 +144,7 @@ def answer_as_namespaced(module_name: str) -> None:
     install()
     new = new_name(module_name)
     sys.modules[module_name] = importlib.import_module(new)  # the import system re-reads sys.modules after exec
-    warnings.warn(f"{module_name} is deprecated and will be removed in the next release; import {new} instead",
-                  DeprecationWarning, stacklevel=3)
+    _warn_moved(module_name, new, stacklevel=3)
 
 
 class Lazy(NamedTuple):
