@@ -1,7 +1,8 @@
 """The leaderboard over a folder of recordings (examples/recorded), as a page: the rows are
 benchmark/scoring/leaderboard.py's own (`entry`, the numbers docs/leaderboard.md is generated from), taken from
 the finished runs the catalog found (so links out of RESULTS are not followed), grouped per task on its
-current version, best achievement first, with runs made on an older version of their task listed apart."""
+current version, best mean achievement first (several seeds of one agent make one row), with runs made on an
+older version of their task listed apart."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from researchbench.benchmark.scoring.leaderboard import Entry, entry
+from researchbench.benchmark.scoring.leaderboard import Entry, Standing, entry, standings
 from researchbench.benchmark.viewer.catalog import Catalog
 
 
 @dataclass
 class Board:
-    tasks: list[tuple[str, str, list[Entry]]] = field(default_factory=list)  # (task, version, ranked rows)
+    tasks: list[tuple[str, str, list[Standing]]] = field(default_factory=list)  # (task, version, ranked)
     stale: list[tuple[Entry, str]] = field(default_factory=list)  # (row, the task's version now)
     notes: list[str] = field(default_factory=list)
     ids: dict[str, str] = field(default_factory=dict)  # Entry.where -> run id, for links
@@ -43,13 +44,10 @@ def board(catalog: Catalog) -> Board:
             continue
         rows.append(row)
         out.ids[row.where] = folder.id
-    for task in sorted({r.task for r in rows}):
-        version = specs[task].version
-        ranked = sorted((r for r in rows if r.task == task and r.ran_on == version),
-                        key=lambda r: (-r.achievement, r.agent))
-        if ranked:
-            out.tasks.append((task, version, ranked))
-        out.stale += [(r, version) for r in sorted(rows, key=lambda r: r.agent) if r.task == task and r.ran_on != version]
+    versions = {name: spec.version for name, spec in specs.items()}
+    ranked, stale = standings(rows, versions)
+    out.tasks = [(task, versions[task], board) for task, board in ranked]
+    out.stale = [(r, versions[r.task]) for r in stale]
     return out
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import run_cli
 
 from researchbench.benchmark.scoring.leaderboard import experiments_to_gain
@@ -37,3 +39,27 @@ def test_a_folder_without_recordings_is_one_line(tmp_path: Path) -> None:
         done = run_cli(str(where), "--leaderboard", str(tmp_path / "page.md"), script="compute_agent_metrics.py")
         assert done.returncode == 2 and words in done.stderr and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_several_seeds_of_one_agent_make_one_row_of_means() -> None:
+    from researchbench.benchmark.scoring.leaderboard import Entry, markdown, standings
+
+    def run(agent: str, seed: int, ach: float, to_gain: int | None, ran_on: str = "2.0.0") -> Entry:
+        return Entry(task="toy", ran_on=ran_on, agent=agent, seed=seed, test=ach, achievement=ach, unclipped=ach,
+                     gap_closed=ach, to_gain=to_gain, experiments=10, statuses={"ok": 10, "buggy": seed},
+                     calls=0, prompt_tokens=0, completion_tokens=0, wall_s=100.0 * (seed + 1),
+                     where=f"optuna/toy/seed{seed}")
+
+    rows = [run("optuna", 0, 0.2, 3), run("optuna", 1, 0.4, None), run("optuna", 2, 0.3, 7),
+            Entry(**{**run("greedy", 0, 0.35, 2).__dict__, "where": "headroom-greedy/toy"}),
+            run("optuna", 3, 0.9, 1, ran_on="1.0.0")]  # another version of the task: listed apart, not averaged
+    (task, board), = standings(rows, {"toy": "2.0.0"})[0]
+    assert [s.agent for s in board] == ["greedy", "optuna"]  # 0.35 beats the mean 0.30
+    optuna = board[1]
+    assert optuna.n == 3 and optuna.achievement == pytest.approx(0.3) and optuna.achievement_sd == pytest.approx(0.1)
+    assert optuna.to_gain == 3 and optuna.statuses == {"ok": 30, "buggy": 3} and optuna.wall_s == pytest.approx(200)
+    page = markdown(rows, {"toy": "2.0.0"}, "cmd")
+    assert "| optuna | 3 | 0.3 | 0.30 ± 0.10 (0.30) | 0.30 | 3 | buggy 3, ok 30 | 0 | 0k / 0k | 200 s | " \
+           "optuna/toy (seeds 0, 1, 2) |" in page
+    assert "| greedy | 1 | 0.35 | 0.35 (0.35) |" in page
+    assert "| toy | 1.0.0 | 2.0.0 | optuna | optuna/toy/seed3 |" in page
