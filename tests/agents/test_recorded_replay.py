@@ -12,6 +12,10 @@ react, autoresearch and adaptivesearch on semi_supervised; their journals hold t
 causality runs the baseline, two drafts and the final test of the better one (about two minutes of CPU,
 most of it the second draft's GLMs), so like the other causality runs it is `slow`.
 
+Under `-m slow` every recording on its task's current version replays whole, node for node, with the agent and
+budget settings its config.yaml recorded (an Optuna recording has no cache: its seed alone reproduces it); a
+recording on an earlier version of its task is skipped, naming it (re-record it).
+
 A recording made on an earlier major version of its task's data (semi_supervised's: version 2.0.0; version
 4.0.0 draws new images and touched the baseline's docstring) still replays to the same code, file for file,
 but neither the diff against today's baseline nor the validation score can match; only the code is compared.
@@ -91,3 +95,54 @@ def _recorded_nodes(folder: Path) -> list[dict]:
     with gzip.open(folder / "journal.jsonl.gz", "rt") as f:
         finished = [r["node"] for r in map(json.loads, f) if r.get("kind") == "finished"]
     return [{**node, "diff_hash": node["diff"]} for node in finished]
+
+
+def _recordings() -> list:
+    """Every recording under examples/recorded (a folder with a summary.json), as test params."""
+    return [pytest.param(folder.relative_to(RECORDED).as_posix(), marks=pytest.mark.slow,
+                         id=folder.relative_to(RECORDED).as_posix())
+            for folder in sorted(p.parent for p in RECORDED.rglob("summary.json"))]
+
+
+@pytest.mark.parametrize("recording", _recordings())
+def test_every_recording_replays_whole_node_for_node(recording: str, tmp_path: Path) -> None:
+    import yaml
+
+    from researchbench.benchmark.plugins.manager import get_registry
+    from researchbench.benchmark.records.journal import BlobStore
+    from researchbench.benchmark.tasks.manifest import load_task
+
+    folder = RECORDED / recording
+    recorded_summary = json.loads((folder / "summary.json").read_text())
+    task = recorded_summary["task"]
+    if load_task(get_registry().tasks[task]).version != recorded_summary["task_version"]:
+        pytest.skip(f"{recording} was recorded on {task} {recorded_summary['task_version']}: re-record it")
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    _prepared(task)
+    llm: list[str] = []
+    if (folder / "cache").is_dir():
+        cache = tmp_path / "cache"
+        shutil.copytree(folder / "cache", cache)
+        llm = ["llm=openai_compatible", "llm.model=openai/relay", "llm.api_base=http://127.0.0.1:9/v1",
+               "llm.max_retries=0", "llm.cache=replay", f"llm.cache_dir={cache}"]
+    summary, _ = run_inprocess(f"agent={recorded_summary['agent']}", f"task={task}",
+                               f"seed={recorded_summary['seed']}", *llm, f"results_dir={tmp_path / 'results'}",
+                               **{f"{part}__{key}": value for part in ("agent", "budget")
+                                  for key, value in config[part].items()})  # as recorded, not today's defaults
+    assert summary["status"] == "finished"
+    if llm:
+        assert summary["llm"]["calls"] == summary["llm"]["cached_calls"] == recorded_summary["llm"]["calls"]
+
+    run_dir = Path(summary["run_dir"])
+    replayed = [r["node"] for r in journal_records(run_dir) if r["kind"] == "finished"]
+    recorded = _recorded_nodes(folder)
+    assert [(n["id"], n["operator"], n["status"]) for n in replayed] == \
+        [(n["id"], n["operator"], n["status"]) for n in recorded]
+    blobs = BlobStore(run_dir / "blobs")
+    for node, expected in zip(replayed, recorded):
+        assert node["files"] == expected["files"], node["id"]  # the same code, file for file
+        assert (node["diff"] if "diff_hash" in expected else blobs.text(node["diff"]) if node["diff"] else None) \
+            == expected.get("diff_hash", expected.get("diff")), node["id"]  # the same edit
+        if expected["primary"] is not None:
+            assert node["primary"] == pytest.approx(expected["primary"], rel=1e-6), node["id"]
+    assert summary["best"]["test"] == pytest.approx(recorded_summary["best"]["test"], rel=1e-6)
