@@ -51,6 +51,7 @@ CASES = [
                  id="adaptivesearch-semi_supervised"),
     pytest.param("agents/ai_scientist_v1-fairness", "ai_scientist_v1", "fairness", 1, [], 39, True,  # ideas with reflections first
                  id="ai_scientist_v1-fairness"),
+    pytest.param("optuna/fairness/seed0", "optuna", "fairness", 1, [], 0, True, id="optuna-fairness"),  # no LLM
     pytest.param("causality-aide", "aide", "causality", 2,
                  ["agent.num_drafts=2"],  # the recorded budget of 10 made two drafts; a budget of 2 alone makes one
                  5, True, id="aide-causality", marks=pytest.mark.slow),  # 2 drafts + 3 analyses (baseline's too)
@@ -64,12 +65,8 @@ def test_a_recorded_strong_llm_run_replays_its_first_steps_offline(recording: st
     from researchbench.benchmark.records.journal import BlobStore
 
     _prepared(task)
-    cache = tmp_path / "cache"
-    shutil.copytree(RECORDED / recording / "cache", cache)  # a replay never writes; the shipped copy stays as is
-    summary, _ = run_inprocess(
-        f"agent={agent}", f"task={task}", "seed=0", f"budget.steps={steps}", *overrides,
-        "llm=openai_compatible", "llm.model=openai/relay", "llm.api_base=http://127.0.0.1:9/v1",  # nothing there
-        "llm.max_retries=0", "llm.cache=replay", f"llm.cache_dir={cache}", f"results_dir={tmp_path / 'results'}")
+    summary, _ = run_inprocess(f"agent={agent}", f"task={task}", "seed=0", f"budget.steps={steps}", *overrides,
+                               *_replay_llm(RECORDED / recording, tmp_path), f"results_dir={tmp_path / 'results'}")
     assert summary["status"] == "finished"
     assert summary["llm"]["calls"] == summary["llm"]["cached_calls"] == calls  # none went to an endpoint
 
@@ -86,6 +83,17 @@ def test_a_recorded_strong_llm_run_replays_its_first_steps_offline(recording: st
             assert (node["diff"] if "diff_hash" in expected else blobs.text(node["diff"])) == \
                 expected.get("diff_hash", expected.get("diff"))
             assert node["primary"] == pytest.approx(expected["primary"], rel=1e-6)
+
+
+def _replay_llm(folder: Path, tmp_path: Path) -> list[str]:
+    """Overrides that answer every LLM call from a copy of the recording's cache (a replay never writes; the
+    shipped copy stays as is) with no endpoint reachable; none for a recording without LLM calls (Optuna)."""
+    if not (folder / "cache").is_dir():
+        return []
+    cache = tmp_path / "cache"
+    shutil.copytree(folder / "cache", cache)
+    return ["llm=openai_compatible", "llm.model=openai/relay", "llm.api_base=http://127.0.0.1:9/v1",  # nothing there
+            "llm.max_retries=0", "llm.cache=replay", f"llm.cache_dir={cache}"]
 
 
 def _recorded_nodes(folder: Path) -> list[dict]:
@@ -119,12 +127,7 @@ def test_every_recording_replays_whole_node_for_node(recording: str, tmp_path: P
         pytest.skip(f"{recording} was recorded on {task} {recorded_summary['task_version']}: re-record it")
     config = yaml.safe_load((folder / "config.yaml").read_text())
     _prepared(task)
-    llm: list[str] = []
-    if (folder / "cache").is_dir():
-        cache = tmp_path / "cache"
-        shutil.copytree(folder / "cache", cache)
-        llm = ["llm=openai_compatible", "llm.model=openai/relay", "llm.api_base=http://127.0.0.1:9/v1",
-               "llm.max_retries=0", "llm.cache=replay", f"llm.cache_dir={cache}"]
+    llm = _replay_llm(folder, tmp_path)
     summary, _ = run_inprocess(f"agent={recorded_summary['agent']}", f"task={task}",
                                f"seed={recorded_summary['seed']}", *llm, f"results_dir={tmp_path / 'results'}",
                                **{f"{part}__{key}": value for part in ("agent", "budget")
