@@ -8,8 +8,10 @@ shorter budget changes the prompts' budget line, so the replay follows the recor
 
 greedy on semi_supervised (one improve, a few CPU-seconds per experiment) and the first step of each agent recorded
 for issue 27 (examples/recorded/agents: aide, mcts, evolutionary, openevolve and ai_scientist_v1 on fairness;
-react, autoresearch and adaptivesearch on semi_supervised; their journals hold the nodes) run in the default suite; AIDE on
-causality runs the baseline, two drafts and the final test of the better one (about two minutes of CPU,
+react, autoresearch and adaptivesearch on semi_supervised; their journals hold the nodes) and Optuna's first
+trial on fairness run in the default suite. ai_scientist_v2 is not among them: it splits its budget into stages,
+so at a budget of one experiment it skips the drafting stage its recording began with (its whole run replays
+under `-m slow`). AIDE on causality runs the baseline, two drafts and the final test of the better one (about two minutes of CPU,
 most of it the second draft's GLMs), so like the other causality runs it is `slow`.
 
 Under `-m slow` every recording on its task's current version replays whole, node for node, with the agent and
