@@ -88,6 +88,9 @@ class JobResult:
     peak_open_files: Optional[int] = None  # most files its processes held open at once; None where unmeasured
     limit_why: str = ""  # why timeout_s limited this clock (CPU_WHY, GPU_WALL_WHY, a backend's reason); "" if unsaid
     gpu_memory_held: bool = False  # a process of the job still held GPU memory when its GPU slot was handed back
+    # SIGKILLed with no limit of the job's and no out-of-memory kill on the host to explain it: a process outside
+    # the job (or the job itself) sent it; the experiment runs such a job once more (benchmark/run/experiment.py)
+    killed_from_outside: bool = False
 
     @property
     def ok(self) -> bool:

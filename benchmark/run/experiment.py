@@ -168,6 +168,12 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
         job = phase_job(prepared, phase, scratch, timeout_s, owned, seed)
         lap("materialize")
         result = executor.submit(job).result()
+        if result.killed_from_outside:  # not the code's doing as far as the harness can tell: one more run
+            log.warning("a %s job was SIGKILLed with no limit of its own or OOM kill to explain it; running it "
+                        "once more", phase)
+            discard_tree(output_dir)
+            output_dir.mkdir()
+            result = executor.submit(job).result()
         lap("job")
         outcome = Outcome(exit_code=result.exit_code, timed_out=result.timed_out, seconds=0.0,
                           stdout=job_output(_read(job.stdout_path)).encode(),
@@ -202,19 +208,23 @@ def _job_problem(result: JobResult, timeout_s: float, stderr: bytes = b"", disk_
         if _NO_SPACE in stderr[-_NO_SPACE_TAIL:]:  # the capped job filesystem refused a write (or an fallocate)
             return (f"exit code {result.exit_code}: over the disk limit, a write failed with 'No space left on "
                     f"device' (the code and output dirs hold at most {disk_gb:g} GB, resources.disk_gb)")
-        return f"exit code {result.exit_code}{_signal_note(result.exit_code)}"
+        return f"exit code {result.exit_code}{_signal_note(result.exit_code, result.killed_from_outside)}"
     return ""
 
 
-def _signal_note(exit_code: int | None) -> str:
+def _signal_note(exit_code: int | None, outside: bool = False) -> str:
     """What a death by signal means, since no limit of the job's explains it (those are named above): a bare
-    "exit code -9" sent an agent hunting for a bug in its code."""
+    "exit code -9" sent an agent hunting for a bug in its code. `outside`: the backend saw no OOM kill either
+    (and the rerun died the same way)."""
     if exit_code is None or exit_code >= 0:
         return ""
     try:
         name = signal.Signals(-exit_code).name
     except ValueError:
         return f" (killed by signal {-exit_code})"
+    if name == "SIGKILL" and outside:
+        return (" (killed by SIGKILL twice, run and rerun: no limit of this job and no out-of-memory kill on the "
+                "machine explains it, so the code itself, or a process it started, most likely sent it)")
     if name == "SIGKILL":
         return (" (killed by SIGKILL, not for any limit of this job: the kernel's out-of-memory killer when the "
                 "machine itself ran short of memory, or the code killed itself; a smaller peak memory is the usual "

@@ -723,3 +723,17 @@ def test_openmp_threads_wait_passively(tmp_path: Path) -> None:
     """Spinning OpenMP waiters multiply CPU and wall time when jobs share oversubscribed cores."""
     job = Job(argv=("true",), workdir=tmp_path, stdout_path=tmp_path / "o", stderr_path=tmp_path / "e", timeout_s=1)
     assert sandbox_mod.job_env(job, [], "id")["OMP_WAIT_POLICY"] == "PASSIVE"
+
+
+def test_a_sigkill_no_limit_and_no_oom_kill_explains_is_said_to_come_from_outside(tmp_path: Path) -> None:
+    """What the experiment reruns once (benchmark/run/experiment.py); a job's own limits never count as outside."""
+    from researchbench.benchmark.executors.local.backend import host_oom_kills
+
+    if host_oom_kills() is None:
+        pytest.skip("/proc/vmstat does not count OOM kills here")
+    with LocalExecutor(LocalExecutorConfig()) as ex:
+        killed, _, _ = run(ex, make_job(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"))
+        over, _, _ = run(ex, make_job(tmp_path, "while True:\n    pass\n", name="over", timeout_s=1.0))
+        failed, _, _ = run(ex, make_job(tmp_path, "raise SystemExit(3)\n", name="failed"))
+    assert killed.exit_code == -9 and killed.killed_from_outside
+    assert over.over_cpu_limit and not over.killed_from_outside and not failed.killed_from_outside

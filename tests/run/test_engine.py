@@ -230,3 +230,41 @@ def test_a_death_by_signal_is_named_and_a_bare_sigkill_is_not_blamed_on_the_code
     assert killed.startswith("exit code -9") and "SIGKILL" in killed and "memory" in killed
     assert "SIGTERM" in _job_problem(JobResult(-15, False, 3.0), 120.0)
     assert _job_problem(JobResult(1, False, 3.0), 120.0) == "exit code 1"
+
+
+def test_a_sigkill_from_outside_the_job_is_run_once_more_and_not_charged_to_the_code(toy, tmp_path: Path) -> None:
+    """A step of aide on causal_discovery died of SIGKILL at 110 of its 120 CPU-seconds, with no limit of the job and
+    no out-of-memory kill to explain it, and cost the agent an experiment and a debug step. Such a job runs once
+    more; a job that kills itself dies twice and is told so."""
+    from concurrent.futures import Future
+
+    from researchbench.benchmark.executors.base import JobResult
+    from researchbench.benchmark.executors.local import LocalExecutor
+    from researchbench.benchmark.executors.local.backend import host_oom_kills
+    from researchbench.benchmark.run.experiment import run_phase
+
+    class KilledOnce:
+        """The executor, except that its first job ends as another process's SIGKILL looks to the harness."""
+
+        def __init__(self, inner: LocalExecutor) -> None:
+            self.inner, self.killed = inner, 0
+
+        def __getattr__(self, name: str):
+            return getattr(self.inner, name)
+
+        def submit(self, job):
+            if self.killed:
+                return self.inner.submit(job)
+            self.killed += 1
+            done: Future = Future()
+            done.set_result(JobResult(-9, False, 1.0, killed_from_outside=True))
+            return done
+
+    with LocalExecutor() as ex:
+        rerun = run_phase(toy, {}, "val", KilledOnce(ex), tmp_path / "once", 60)
+        assert rerun.ok and rerun.primary is not None, rerun.bug_reason
+        suicide = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"
+        twice = run_phase(toy, {"model.py": suicide}, "val", ex, tmp_path / "twice", 60)
+    assert twice.exit_code == -9 and "SIGKILL" in twice.bug_reason
+    if host_oom_kills() is not None:  # the host says how many OOM kills there were: none here, so no OOM kill
+        assert "twice" in twice.bug_reason and "smaller peak memory" not in twice.bug_reason

@@ -393,6 +393,7 @@ class LocalExecutor(Executor):
         memory = guard_for(bool(job.gpus), cgroup is not None and cgroup.limits_memory, seen,
                            int(job.limits.memory_gb * _GIB))
         outcome, violation = "exited", ""
+        oom_kills_before = host_oom_kills()
         try:
             while not _has_exited(proc.pid):
                 held.sample()
@@ -445,10 +446,25 @@ class LocalExecutor(Executor):
             code = code if outcome == "exited" else None
             return JobResult(code, False, seconds, stdout_truncated, stderr_truncated, violation=violation, **times)
         if outcome == "exited":
-            return JobResult(code, False, seconds, stdout_truncated, stderr_truncated, **times)
+            outside = code == -signal.SIGKILL and oom_kills_before is not None and host_oom_kills() == oom_kills_before
+            return JobResult(code, False, seconds, stdout_truncated, stderr_truncated, killed_from_outside=outside,
+                             **times)
         error = "executor was shut down while the job was running" if outcome == "stopped" else ""
         return JobResult(None, outcome in ("timeout", "cpu"), seconds, stdout_truncated, stderr_truncated, error,
                          over_cpu_limit=outcome == "cpu", **times)
+
+
+def host_oom_kills() -> Optional[int]:
+    """Processes the kernel's out-of-memory killer has ended on this host since boot (any cgroup), or None
+    where /proc/vmstat does not say: unchanged across a job's SIGKILL, it was no OOM kill."""
+    try:
+        with open("/proc/vmstat", "rb") as f:
+            for line in f:
+                if line.startswith(b"oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def _clock(job: Job) -> str:
