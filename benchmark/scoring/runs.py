@@ -197,8 +197,16 @@ def load_run(run_dir: Path) -> RunRecord:
     """Read one run; ValueError (with the reason) when its files cannot be scored (the summary's reader,
     benchmark.records.summary, raises SummaryError, a ValueError naming the file)."""
     run_dir = Path(run_dir)
-    summary = read_summary(run_dir)
-    nodes, final, notes = _journal(run_dir / "journal.jsonl")
+    return record_of(run_dir, read_summary(run_dir))
+
+
+def record_of(run_dir: Path, summary: RunSummary) -> RunRecord:
+    """The run at `run_dir` with its summary already read (the viewer reads it through its own confinement);
+    the journal is `journal.jsonl`, or the gzipped `journal.jsonl.gz` a recording keeps."""
+    journal = run_dir / "journal.jsonl"
+    if not journal.exists() and (run_dir / "journal.jsonl.gz").exists():
+        journal = run_dir / "journal.jsonl.gz"
+    nodes, final, notes = _journal(journal)
     config: dict[str, Any] = {}
     try:
         config = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}

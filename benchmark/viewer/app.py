@@ -23,7 +23,7 @@ from researchbench.benchmark.common.inert_text import inert
 from researchbench.benchmark.viewer.catalog import Catalog, RunFolder
 from researchbench.benchmark.viewer.compare import compare_json
 from researchbench.benchmark.viewer.files import Results
-from researchbench.benchmark.scoring.leaderboard import achievement_cell
+from researchbench.benchmark.scoring.leaderboard import achievement_cell, process_cell
 from researchbench.benchmark.viewer.leaderboard_page import board, fmt
 from researchbench.benchmark.viewer.rundata import node_json, run_json
 from researchbench.benchmark.viewer.security import Guard
@@ -49,6 +49,7 @@ def templates() -> jinja2.Environment:
                              finalize=lambda value: inert(value) if isinstance(value, str) else value)
     env.globals["fmt"] = fmt
     env.globals["achievement_cell"] = achievement_cell
+    env.globals["process_cell"] = process_cell
     return env
 
 

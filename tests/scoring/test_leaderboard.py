@@ -22,6 +22,9 @@ def test_docs_leaderboard_is_what_the_command_writes_over_the_recordings(tmp_pat
         "docs/leaderboard.md is stale: run `python compute_agent_metrics.py examples/recorded --leaderboard`")
     text = page.read_text()
     assert "## fairness (5.0.0)" in text and "| evolutionary | 1 | 0.7777 | 0.52 (0.52) | 0.52 | 3 |" in text
+    row = next(line for line in text.splitlines() if "agents/evolutionary-fairness" in line)
+    auc, gap, valid = (float(v) for v in row.split(" | ")[6].split(" / "))  # process metrics, from the journal
+    assert 0 < auc < 1 and gap >= 0 and valid == 1.0  # every one of its 10 experiments scored
 
 
 def test_experiments_to_ninety_percent_of_the_final_gain() -> None:
@@ -59,7 +62,7 @@ def test_several_seeds_of_one_agent_make_one_row_of_means() -> None:
     assert optuna.n == 3 and optuna.achievement == pytest.approx(0.3) and optuna.achievement_sd == pytest.approx(0.1)
     assert optuna.to_gain == 3 and optuna.statuses == {"ok": 30, "buggy": 3} and optuna.wall_s == pytest.approx(200)
     page = markdown(rows, {"toy": "2.0.0"}, "cmd")
-    assert "| optuna | 3 | 0.3 | 0.30 ± 0.10 (0.30) | 0.30 | 3 | buggy 3, ok 30 | 0 | 0k / 0k | 200 s | " \
-           "optuna/toy (seeds 0, 1, 2) |" in page
+    assert "| optuna | 3 | 0.3 | 0.30 ± 0.10 (0.30) | 0.30 | 3 | - / - / - | buggy 3, ok 30 | 0 | 0k / 0k | 200 s | " \
+           "optuna/toy (seeds 0, 1, 2) |" in page  # no journal, so no process metrics
     assert "| greedy | 1 | 0.35 | 0.35 (0.35) |" in page
     assert "| toy | 1.0.0 | 2.0.0 | optuna | optuna/toy/seed3 |" in page

@@ -128,7 +128,7 @@ def test_compare_and_its_best_diffs(client: TestClient) -> None:
 
 def test_the_leaderboard_page_is_scorings_leaderboard_over_the_recordings() -> None:
     from researchbench.benchmark.plugins.manager import get_registry
-    from researchbench.benchmark.scoring.leaderboard import achievement_cell, entries, standings
+    from researchbench.benchmark.scoring.leaderboard import achievement_cell, entries, process_cell, standings
     from researchbench.benchmark.tasks.manifest import load_task
 
     recorded = Path(__file__).resolve().parents[2] / "examples" / "recorded"
@@ -142,7 +142,7 @@ def test_the_leaderboard_page_is_scorings_leaderboard_over_the_recordings() -> N
     for _, board in ranked:  # the same numbers as docs/leaderboard.md
         for s in board:
             assert f'<td class="num">{s.test:.4g}</td>' in page.text
-            assert achievement_cell(s) in page.text
+            assert achievement_cell(s) in page.text and process_cell(s) in page.text
     after = page.text.split("Recorded on an earlier version of the task")[1] if stale else ""
     assert all(r.where in after for r in stale)
 
