@@ -598,7 +598,7 @@ def test_gpu_jobs_keep_a_wall_clock_limit_and_cpu_jobs_get_rlimit_cpu(tmp_path: 
         assert busy.timed_out and busy.clock == "wall" and not busy.over_cpu_limit
         assert busy.time_problem(1.0) == "over the wall-clock limit of 1 s (GPU job: GPU time is not CPU time)"
         cpu, out, _ = run(ex, make_job(tmp_path, RLIMIT_REPORTER, name="cpu", timeout_s=7.5))
-        assert cpu.ok and cpu.clock == "cpu" and out.split() == ["9", "9"]  # a second past the limit, rounded up
+        assert cpu.ok and cpu.clock == "cpu" and out.split() == ["15", "15"]  # 7.5 x 1.25 rounded up, + 5 s
 
 
 def test_shutdown_kills_running_jobs(tmp_path: Path) -> None:
