@@ -233,9 +233,9 @@ def test_a_death_by_signal_is_named_and_a_bare_sigkill_is_not_blamed_on_the_code
 
 
 def test_a_sigkill_from_outside_the_job_is_run_once_more_and_not_charged_to_the_code(toy, tmp_path: Path) -> None:
-    """A step of aide on causal_discovery died of SIGKILL at 110 of its 120 CPU-seconds, with no limit of the job and
-    no out-of-memory kill to explain it, and cost the agent an experiment and a debug step. Such a job runs once
-    more; a job that kills itself dies twice and is told so."""
+    """A SIGKILL that no limit of the job and no out-of-memory kill explains (the RLIMIT_CPU backstop set too
+    tight once did this to causal_discovery jobs, an experiment and a debug step each) is not charged to the
+    code: the job runs once more; a job that kills itself dies twice and is told so."""
     from concurrent.futures import Future
 
     from researchbench.benchmark.executors.base import JobResult
