@@ -112,6 +112,11 @@ def entries(root: Path, tasks: dict[str, Path]) -> list[Entry]:
     return found
 
 
+def _averaged(name: str) -> Any:
+    """A Standing's figure: the mean of its runs' `name` (with one run, that run's)."""
+    return property(lambda self: statistics.fmean(getattr(r, name) for r in self.runs))
+
+
 @dataclass(frozen=True)
 class Standing:
     """One agent on one task version: its recorded runs (one per seed) read together. With one run every
@@ -121,45 +126,26 @@ class Standing:
     agent: str
     runs: tuple[Entry, ...]
 
+    test = _averaged("test")
+    achievement = _averaged("achievement")
+    unclipped = _averaged("unclipped")
+    gap_closed = _averaged("gap_closed")
+    auc = _averaged("auc")
+    val_test_gap = _averaged("val_test_gap")
+    valid_steps = _averaged("valid_steps")
+    calls = _averaged("calls")
+    prompt_tokens = _averaged("prompt_tokens")
+    completion_tokens = _averaged("completion_tokens")
+    wall_s = _averaged("wall_s")
+
     @property
     def n(self) -> int:
         return len(self.runs)
-
-    def _mean(self, field: str) -> float:
-        return statistics.fmean(getattr(r, field) for r in self.runs)
-
-    @property
-    def test(self) -> float:
-        return self._mean("test")
-
-    @property
-    def achievement(self) -> float:
-        return self._mean("achievement")
 
     @property
     def achievement_sd(self) -> float:
         """The sample standard deviation over the seeds (0 for one run)."""
         return statistics.stdev(r.achievement for r in self.runs) if self.n > 1 else 0.0
-
-    @property
-    def unclipped(self) -> float:
-        return self._mean("unclipped")
-
-    @property
-    def gap_closed(self) -> float:
-        return self._mean("gap_closed")
-
-    @property
-    def auc(self) -> float:
-        return self._mean("auc")
-
-    @property
-    def val_test_gap(self) -> float:
-        return self._mean("val_test_gap")
-
-    @property
-    def valid_steps(self) -> float:
-        return self._mean("valid_steps")
 
     @property
     def to_gain(self) -> Optional[int]:
@@ -173,22 +159,6 @@ class Standing:
             for status, count in r.statuses.items():
                 total[status] = total.get(status, 0) + count
         return total
-
-    @property
-    def calls(self) -> float:
-        return self._mean("calls")
-
-    @property
-    def prompt_tokens(self) -> float:
-        return self._mean("prompt_tokens")
-
-    @property
-    def completion_tokens(self) -> float:
-        return self._mean("completion_tokens")
-
-    @property
-    def wall_s(self) -> float:
-        return self._mean("wall_s")
 
     @property
     def where(self) -> str:
