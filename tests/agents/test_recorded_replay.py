@@ -107,11 +107,24 @@ def _recorded_nodes(folder: Path) -> list[dict]:
     return [{**node, "diff_hash": node["diff"]} for node in finished]
 
 
+# Recordings whose agent-written code reads the clock, so a replay on another machine (or load) need not score
+# the same: the code is replayed file for file, the score is not the harness's to reproduce.
+CLOCK_DEPENDENT = {
+    "agents/aide-causal_discovery": "nodes 0007-0008 stop their search on CPU-time guards (replayed: 16.375 for "
+                                    "0007's recorded 16.25, the same files)",
+}
+
+
 def _recordings() -> list:
     """Every recording under examples/recorded (a folder with a summary.json), as test params."""
-    return [pytest.param(folder.relative_to(RECORDED).as_posix(), marks=pytest.mark.slow,
-                         id=folder.relative_to(RECORDED).as_posix())
-            for folder in sorted(p.parent for p in RECORDED.rglob("summary.json"))]
+    params = []
+    for folder in sorted(p.parent for p in RECORDED.rglob("summary.json")):
+        name = folder.relative_to(RECORDED).as_posix()
+        marks = [pytest.mark.slow]
+        if name in CLOCK_DEPENDENT:
+            marks.append(pytest.mark.xfail(reason=CLOCK_DEPENDENT[name], strict=False))
+        params.append(pytest.param(name, marks=marks, id=name))
+    return params
 
 
 @pytest.mark.parametrize("recording", _recordings())
