@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from researchbench.benchmark.records.journal import read_records
-from researchbench.benchmark.records.kinds import Finished
+from researchbench.benchmark.records.journal import BASELINE_ID
 from researchbench.benchmark.records.summary import SUMMARY_FILE, RunSummary, read_summary
 from researchbench.benchmark.scoring.normalize import achievement, unclipped
 from researchbench.benchmark.scoring.process import efficiency, generalization, reliability
 from researchbench.benchmark.scoring.ranges import manifest_range
-from researchbench.benchmark.scoring.runs import MetricInfo, record_of
+from researchbench.benchmark.scoring.runs import MetricInfo, RunRecord, record_of
 
 TO_GAIN = 0.9  # "experiments to reach 90% of the run's final gain" (on validation, what the agent saw)
 
@@ -51,11 +50,14 @@ class Entry:
     valid_steps: float = float("nan")
 
 
-def _val_trajectory(journal: Path) -> list[tuple[int, float]]:
+def _val_trajectory(run: RunRecord) -> list[tuple[int, float]]:
     """(experiments spent, val score) of every finished node with a score, in the order they finished."""
-    records, _ = read_records(journal)  # a torn last line is left out
-    return [(int(r.checkpoint.counters.get("experiments", 0)), float(r.node.primary)) for r in records
-            if isinstance(r, Finished) and r.node.primary is not None]
+    spent, trajectory = 0, []
+    for node in run.nodes:
+        spent += node.executed and node.id != BASELINE_ID
+        if node.primary is not None:
+            trajectory.append((spent, float(node.primary)))
+    return trajectory
 
 
 def experiments_to_gain(trajectory: list[tuple[int, float]], higher: bool, share: float = TO_GAIN) -> Optional[int]:
@@ -85,14 +87,13 @@ def entry(folder: Path, root: Path, spec: Any, summary: RunSummary | None = None
     metric = MetricInfo(m.name, m.direction, m.floor, m.target, m.best_possible)
     base, best = summary.baseline.test, summary.best.test
     a0, a1 = achievement(metric, base), achievement(metric, best)
-    journal = next((p for p in (folder / "journal.jsonl.gz", folder / "journal.jsonl") if p.is_file()), None)
     llm = summary.llm
     run, rng = record_of(folder, summary), manifest_range(metric)
     return Entry(
         task=spec.name, ran_on=str(summary.task_version), agent=summary.agent, seed=summary.seed,
         test=best, achievement=a1, unclipped=unclipped(metric, best),
         gap_closed=(a1 - a0) / (1 - a0) if a0 < 1 else float("nan"),
-        to_gain=experiments_to_gain(_val_trajectory(journal), m.higher_is_better) if journal else None,
+        to_gain=experiments_to_gain(_val_trajectory(run), m.higher_is_better) if run.nodes else None,
         experiments=summary.steps.experiments, statuses=dict(summary.steps.by_status),
         calls=int(llm.get("calls", 0)), prompt_tokens=int(llm.get("prompt_tokens", 0)),
         completion_tokens=int(llm.get("completion_tokens", 0)), wall_s=summary.wall_seconds or 0.0,
