@@ -80,7 +80,7 @@ def split_budget(steps: int, shares: list[float]) -> list[int]:
 def best_of(nodes: list[Node], metric: Metric) -> Node | None:
     best = None
     for node in nodes:
-        if node.status == OK and (best is None or metric.better(node.primary, best.primary)):
+        if node.status == OK and (best is None or metric.outranks(node, best)):
             best = node
     return best
 

@@ -11,9 +11,10 @@ from researchbench.benchmark.tasks.manifest import Metric
 class Tree:
     """A NodeStore grown by hand; `add` finishes a node, `claim` leaves one in flight."""
 
-    def __init__(self, tmp_path: Path, direction: str = "lower", baseline: float | None = 3.0):
+    def __init__(self, tmp_path: Path, direction: str = "lower", baseline: float | None = 3.0,
+                 tie_breaks: tuple[tuple[str, str], ...] = ()):
         metric = Metric("score", direction, floor=5.0 if direction == "lower" else 0.0,
-                        target=0.0 if direction == "lower" else 5.0, rationale="test")
+                        target=0.0 if direction == "lower" else 5.0, rationale="test", tie_breaks=tie_breaks)
         self.store = NodeStore(BlobStore(tmp_path / "blobs"), metric)
         self.step = 0
         self.add("baseline", (), baseline)
@@ -25,12 +26,13 @@ class Tree:
         return node
 
     def add(self, operator: str, parents: tuple[str, ...] = ("0000",), score: float | None = 1.0,
-            status: str | None = None, hints: dict | None = None) -> Node:
-        """score None = a buggy run; status EDIT_FAILED = an edit that never ran."""
+            status: str | None = None, hints: dict | None = None, metrics: dict | None = None) -> Node:
+        """score None = a buggy run; status EDIT_FAILED = an edit that never ran; metrics: secondary ones."""
         node = self._node(operator, parents, hints)
         node.status = status or (OK if score is not None else BUGGY)
         node.executed = node.status in (OK, BUGGY)
         node.primary = score if node.status == OK else None
+        node.metrics = {"score": score, **(metrics or {})} if node.status == OK else {}
         node.bug_reason = "exit 1" if node.status == BUGGY else ""
         self.store.add(node)
         return node

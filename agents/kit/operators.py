@@ -94,7 +94,7 @@ def analyze(ctx: OpContext, node: Node, cfg: PromptConfig) -> Analysis:
     metric = ctx.task.metric
     parent = ctx.store.get(node.parents[0]) if node.parents and node.parents[0] in ctx.store else None
     best = ctx.store.best()  # the node under review is not in the store yet: it may be the new best
-    if node.status == OK and node.primary is not None and (best is None or metric.better(node.primary, best.primary)):
+    if node.status == OK and node.primary is not None and (best is None or metric.outranks(node, best)):
         best = node
     facts = [f"node {node.id} ({node.operator}): {prompts.result_line(ctx, node)}; metrics: {prompts.metrics_line(node)}",
              f"{metric.name}: {metric.direction} is better"]

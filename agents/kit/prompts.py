@@ -24,6 +24,7 @@ from researchbench.benchmark.tasks.noise import noise_fact
 
 if TYPE_CHECKING:
     from researchbench.benchmark.contract.agent_api import OpContext
+    from researchbench.benchmark.tasks.manifest import Metric
 
 SYSTEM = (
     "You are an experienced machine-learning researcher improving a research codebase through experiments. "
@@ -258,7 +259,7 @@ def setup_section(ctx: OpContext, commands: bool = False) -> Section:
     if best is not None and metric.best_possible is not None and best.primary == metric.best_possible:
         lines.insert(1, f"- The best so far has reached {metric.name}'s best possible value ({metric.best_possible:g}) "
                         "on the validation set: val cannot rank further changes, so prefer ones you expect to "
-                        "hold on unseen data (simpler, less tuned to val); ties go to the earliest node.")
+                        f"hold on unseen data (simpler, less tuned to val); {tie_rule(metric)}.")
     if baseline is not None and baseline.executed:
         lines.append(f"- The baseline's run took {time_note(ctx, baseline)}, measured in this run (plan with this "
                      "figure, not with any time the task text states). Keep each experiment well under half the "
@@ -269,6 +270,12 @@ def setup_section(ctx: OpContext, commands: bool = False) -> Section:
     lines.append(f"- You may edit only files matching: {', '.join(task.editable)}. Every other file belongs to the "
                  "harness and is restored before each run.")
     return Section("Setup and limits (this run's)", ["\n".join(lines)], 99)
+
+
+def tie_rule(metric: Metric) -> str:
+    """How the harness picks among nodes equal on the primary metric (the task's tie-breaks, then age)."""
+    shown = [f"the {direction} {name}" for name, direction in metric.tie_breaks]
+    return "ties go to " + ", then ".join([*shown, "the earliest node"])
 
 
 def harness_files(ctx: OpContext) -> dict[str, str]:

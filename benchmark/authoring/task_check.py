@@ -14,7 +14,8 @@ local sandbox executor), never a second runner, so a task that passes here behav
   label-probe            a probe job with exactly the val phase's sandbox walks everything it can see and
                          reports any hidden path (labels, test inputs, task folder) or any file holding a
                          label or test-input file's bytes
-  baseline-val           the baseline's val phase runs, is scored, within VAL_SECONDS_LIMIT
+  baseline-val           the baseline's val phase runs, is scored, within VAL_SECONDS_LIMIT, and reports every
+                         metric `metric.tie_breaks` names
   determinism            a second val run of the baseline gives the same metrics
   baseline-test          the baseline's test phase runs and is scored
   baseline-record        the manifest's `baseline` record reproduces for its first seed (skipped without one)
@@ -271,6 +272,11 @@ class _Checker:
         used, clock = ((outcome.cpu_seconds, "CPU ") if outcome.cpu_seconds is not None else (outcome.seconds, ""))
         if limit is not None and used > limit:
             raise _Failed(f"took {used:.1f} {clock}s, over the {limit:g} s a baseline val phase may take")
+        assert self.spec is not None
+        missing = [name for name, _ in self.spec.metric.tie_breaks if name not in outcome.metrics]
+        if missing:
+            raise _Failed(f"metric.tie_breaks names {', '.join(missing)}, which the evaluator does not report "
+                          f"(it reports {', '.join(sorted(outcome.metrics))}); name reported metrics")
         return f"{self._score(outcome)}, seed {_seed(self.spec)}"
 
     def determinism(self) -> str:

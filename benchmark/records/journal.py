@@ -101,9 +101,9 @@ class NodeStore:
             self._children.setdefault(parent, []).append(node.id)
         best = self._best
         if node.status == OK and node.primary is not None and (
-            best is None or best.primary is None or self.metric.better(node.primary, best.primary)
+            best is None or best.primary is None or self.metric.outranks(node, best)
         ):
-            self._best = node  # ties keep the earlier node
+            self._best = node  # a tie the task's tie-breaks leave keeps the earlier node
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -125,7 +125,7 @@ class NodeStore:
         return [self._nodes[c] for c in self._children.get(node_id, ())]
 
     def best(self) -> Node | None:
-        """The best scored node by validation metric (earliest on ties), or None."""
+        """The best scored node by validation metric, then the task's tie-breaks, then the earliest; or None."""
         return self._best
 
     def last(self, count: int) -> list[Node]:

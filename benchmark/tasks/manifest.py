@@ -13,9 +13,9 @@ from __future__ import annotations
 import fnmatch
 import re
 import string
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Mapping, Protocol
 
 import yaml
 
@@ -33,6 +33,16 @@ PLACEHOLDERS = {
 }
 
 
+class Scored(Protocol):
+    """What ranks a node: its primary score and every metric its evaluation reported."""
+
+    @property
+    def primary(self) -> float | None: ...
+
+    @property
+    def metrics(self) -> Mapping[str, float]: ...
+
+
 @dataclass(frozen=True)
 class Metric:
     name: str
@@ -41,6 +51,9 @@ class Metric:
     target: float  # a strong, justified result: normalized score 1
     rationale: str  # why floor and target are what they are
     best_possible: float | None = None  # the best score the metric allows (e.g. 0 error, AUROC 1)
+    # Secondary metrics, in order, with their directions, that rank nodes equal on this one (a discrete
+    # metric ties often: SHD, accuracy over a few hundred examples); the earliest node wins a tie they leave.
+    tie_breaks: tuple[tuple[str, str], ...] = ()
 
     @property
     def higher_is_better(self) -> bool:
@@ -49,6 +62,18 @@ class Metric:
     def better(self, a: float, b: float) -> bool:
         """True when score a is strictly better than score b."""
         return a > b if self.higher_is_better else a < b
+
+    def outranks(self, a: Scored, b: Scored) -> bool:
+        """True when node ``a`` ranks strictly above node ``b``: the better primary, or on equal primaries the
+        first tie-break that differs. A score missing on either side ranks nothing."""
+        pairs = [(a.primary, b.primary, self.direction)]
+        pairs += [(a.metrics.get(name), b.metrics.get(name), direction) for name, direction in self.tie_breaks]
+        for x, y, direction in pairs:
+            if x is None or y is None:
+                return False
+            if x != y:
+                return x > y if direction == "higher" else x < y
+        return False
 
     def normalized(self, score: float) -> float:
         """0 at the floor, 1 at the target, negative below the floor (regressions are not clamped)."""
@@ -316,6 +341,19 @@ class _Reader:
         return argv
 
 
+def _tie_breaks(reader: _Reader, metric: Metric) -> tuple[tuple[str, str], ...]:
+    """`metric.tie_breaks` (a mapping of secondary metric to 'lower' or 'higher', in order) as pairs."""
+    raw: Any = metric.tie_breaks
+    pairs = tuple(raw.items()) if isinstance(raw, dict) else ()
+    for name, direction in pairs:
+        if not isinstance(name, str) or name == metric.name:
+            raise reader.fail("metric.tie_breaks", f"names {name!r}; name secondary metrics the evaluator reports, "
+                                                   "not the primary")
+        if direction not in ("lower", "higher"):
+            raise reader.fail(f"metric.tie_breaks.{name}", f"is {direction!r}; must be 'lower' or 'higher'")
+    return pairs
+
+
 def _build(reader: _Reader, cls: type, raw: Any, key: str, types: dict[str, Any]) -> Any:
     raw = reader.mapping(raw, key, cls)
     return cls(**{k: reader.typed(v, f"{key}.{k}", types[k]) for k, v in raw.items()})
@@ -388,9 +426,10 @@ def load_task(task_dir: Path) -> TaskSpec:
 
     metric = _build(reader, Metric, raw["metric"], "metric",
                     {"name": str, "direction": str, "floor": float, "target": float, "rationale": str,
-                     "best_possible": float})
+                     "best_possible": float, "tie_breaks": dict})
     if metric.direction not in ("lower", "higher"):
         raise reader.fail("metric.direction", "must be 'lower' or 'higher'")
+    metric = replace(metric, tie_breaks=_tie_breaks(reader, metric))
     if not metric.better(metric.target, metric.floor):
         raise reader.fail("metric.target", f"must be better than the floor for direction '{metric.direction}'")
     if metric.best_possible is not None and metric.better(metric.target, metric.best_possible):

@@ -286,6 +286,23 @@ def test_a_val_metric_at_its_bound_is_said_so(tmp_path) -> None:
     assert "best possible value" not in _user(operators.build_messages(ctx2, "improve", [above], CFG))
 
 
+def test_nodes_tied_at_the_bound_are_ranked_by_the_tasks_tie_breaks(tmp_path) -> None:
+    """Issue 27 (mcts on ood_detection): once every node tied, ties went silently to the earliest node. A
+    task's tie-breaks now pick the best among equals (the node improved on and finally tested), and the
+    prompt says how ties go."""
+    ctx, _ = _ctx(tmp_path)
+    tree = Tree(tmp_path / "ranked", tie_breaks=(("auroc", "higher"),))
+    metric = replace(ctx.task.metric, best_possible=0.0, tie_breaks=(("auroc", "higher"),))
+    ctx = replace(ctx, store=tree.store, task=replace(ctx.task, metric=metric))
+    tree.add("draft", ("0000",), 0.0, metrics={"auroc": 0.81})
+    stronger = tree.add("draft", ("0000",), 0.0, metrics={"auroc": 0.86})
+    tree.add("improve", (stronger.id,), 0.0, metrics={"auroc": 0.86})  # a full tie keeps the earlier node
+    assert tree.store.best() is stronger
+    setup = _section(_user(operators.build_messages(ctx, "improve", [stronger], CFG)), "Setup and limits")
+    assert f"(node {stronger.id})" in setup
+    assert "ties go to the higher auroc, then the earliest node" in setup
+
+
 def test_a_warning_repeated_by_a_library_is_shown_once_with_a_count(tmp_path) -> None:
     """Issue 27 (evolutionary on causal_effect): one library warning was pasted 8 times into one output."""
     ctx, tree = _ctx(tmp_path)

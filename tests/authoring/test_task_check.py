@@ -201,6 +201,15 @@ def test_slow_baseline_val_fails(tmp_path: Path) -> None:
     assert row.status == FAIL and "CPU s, over the 0 s a baseline val phase may take" in row.detail, row.detail
 
 
+def test_a_tie_break_the_evaluator_does_not_report_fails_baseline_val(tmp_path: Path) -> None:
+    """A misspelled `metric.tie_breaks` name would rank nothing, silently: the check names it and what is reported."""
+    task = copy_task(tmp_path)
+    edit_manifest(task, metric__tie_breaks={"mae": "lower"})
+    report = check_task(task, root=tmp_path / "ws", skip=ONLY_PHASES + ("determinism", "trivial", "baseline-test"))
+    row = next(r for r in report.rows if r.name == "baseline-val")
+    assert row.status == FAIL and "names mae, which the evaluator does not report (it reports mse)" in row.detail
+
+
 def test_reference_check_runs_only_when_asked_and_needs_the_target_on_every_seed(tmp_path: Path) -> None:
     task = copy_task(tmp_path)
     skip = ONLY_PHASES + ("isolation", "baseline-val", "baseline-test", "determinism", "trivial:checks/mean")

@@ -316,6 +316,33 @@ def test_optional_record_fields_load_and_are_checked(tmp_path):
             load_task(task)
 
 
+def test_tie_breaks_load_in_order_and_rank_nodes_equal_on_the_primary(tmp_path: Path) -> None:
+    """Issue 27 (mcts on ood_detection): nodes equal on a discrete primary went silently to the earliest;
+    a task's declared secondary metrics now rank them, in the order given, each with its direction."""
+    from types import SimpleNamespace
+
+    raw = broken(lambda r: r["metric"].update(tie_breaks={"mae": "lower", "r2": "higher"}))
+    metric = load_task(write_task(tmp_path, raw)).metric
+    assert metric.tie_breaks == (("mae", "lower"), ("r2", "higher"))
+
+    def node(mse: float | None, **metrics: float) -> SimpleNamespace:
+        return SimpleNamespace(primary=mse, metrics={"mse": mse, **metrics})
+
+    assert metric.outranks(node(0.9), node(1.0, mae=0.1)) and not metric.outranks(node(1.0, mae=0.1), node(0.9))
+    assert metric.outranks(node(1.0, mae=0.1, r2=0.0), node(1.0, mae=0.2, r2=0.9))  # the first tie-break decides
+    assert metric.outranks(node(1.0, mae=0.1, r2=0.9), node(1.0, mae=0.1, r2=0.5))  # then the next
+    assert not metric.outranks(node(1.0, mae=0.1, r2=0.9), node(1.0, mae=0.1, r2=0.9))  # a full tie: no rank
+    assert not metric.outranks(node(1.0, r2=0.9), node(1.0, mae=0.1))  # a tie-break one side lacks ends it
+    assert not metric.outranks(node(None), node(1.0)) and not metric.outranks(node(1.0), node(None))
+
+
+@pytest.mark.parametrize("tie_breaks, key", [({"mse": "lower"}, "metric.tie_breaks"),  # the primary itself
+                                             ({"mae": "down"}, "metric.tie_breaks.mae"),
+                                             (["mae"], "metric.tie_breaks")])
+def test_a_malformed_tie_break_is_one_line_naming_its_key(tmp_path: Path, tie_breaks: Any, key: str) -> None:
+    expect_error(tmp_path, broken(lambda r: r["metric"].update(tie_breaks=tie_breaks)), key=key)
+
+
 def test_seed_placeholder_carries_the_runs_seed(toy, tmp_path):
     """A phase that asks for {seed} gets the run's seed, as a plain argument."""
     from dataclasses import replace
