@@ -40,7 +40,7 @@ NOTES_RE = re.compile(r"<notes>(.*?)</notes>", re.DOTALL | re.IGNORECASE)
 FORMAT = ("Before the plan, give the complete updated notes between <notes> and </notes> (they replace the "
           "current notes; a colleague writes up the work from them).")
 FIRST_RUN = (
-    "Implement the idea above. You have up to {max_runs} runs (experiments) for it and need not use them all. "
+    "Implement the idea above. You have up to {max_runs} run{s} (experiments) for it and need not use them all. "
     "First plan the list of experiments you want to run and write the plan into the notes; then implement the "
     "first one. The baseline's result is already known (see the notes): do not re-run the baseline. Keep each "
     "run well inside the time limit.")
@@ -48,7 +48,8 @@ NEXT_RUN = (
     "Run {done} of this idea completed: {result}. Decide whether the plan needs to change given this result (it "
     "often does not). Update the notes with everything about run {done} that a write-up needs: what was run and "
     "what it gave. Then implement the next experiment on your list (run {run} of at most {max_runs}). If the "
-    "idea's experiments are finished, reply with the notes and the word " + COMPLETED + " instead of edits.")
+    "idea's experiments are finished, reply with the notes and the word " + COMPLETED + " instead of edits (the "
+    "experiments it leaves go to the next idea).")
 RETRY = ("Run {run} of this idea failed ({reason}), attempt {attempt} of {max_tries}. Find the cause in the output "
          "above and fix it; keep the idea and the experiment.")
 
@@ -179,11 +180,11 @@ def run(cfg: AIScientistV1Config, ctx: OpContext, parents: list[Node], action: A
     role = "debug" if parent.executed and parent.status != OK and attempt > 1 else "improve"
     if role == "debug":
         job = RETRY.format(run=run_no, reason=parent.bug_reason or "error", attempt=attempt, max_tries=cfg.max_retries_per_run)
-    elif run_no == 1:
-        job = FIRST_RUN.format(max_runs=cfg.max_runs)
     else:
-        job = NEXT_RUN.format(done=run_no - 1, result=f"{prompts.result_line(ctx, parent)}; metrics: "
-                              f"{prompts.metrics_line(parent)}", run=run_no, max_runs=cfg.max_runs)
+        runs = min(cfg.max_runs, run_no - 1 + ctx.steps_left)  # what the run's budget still allows this idea
+        job = FIRST_RUN.format(max_runs=runs, s="s" if runs != 1 else "") if run_no == 1 else NEXT_RUN.format(
+            done=run_no - 1, result=f"{prompts.result_line(ctx, parent)}; metrics: {prompts.metrics_line(parent)}",
+            run=run_no, max_runs=runs)
     extra = [Section("The idea", [prompts.idea_text(idea, prompts.IDEA_CHARS)], 95),
              Section("Notes (notes.txt)", [f"````\n{head_lines(notes, cfg.notes_chars).rstrip()}\n````"], 92)]
     proposal = operators.edit(ctx, parents, action, role, cfg, extra=extra,

@@ -226,6 +226,28 @@ def test_v1_run_carries_notes_and_all_completed_ends_the_idea_without_an_experim
     assert proposal.memo == {"notes": "# Steeper\nRun 1: slope 2. Nothing left to try.", "completed": True}
 
 
+def test_v1_says_how_many_runs_the_budget_still_allows_the_idea(tmp_path) -> None:
+    """Issue 27 (ai_scientist_v1 on fairness): with 1 experiment left the job still said "run 2 of at most 5",
+    and did not say where the experiments an idea leaves go."""
+    from researchbench.agents.ai_scientist_v1 import run
+    from researchbench.benchmark.llm.config import LLMConfig
+
+    tree, task = Tree(tmp_path), _toy()
+    files = {rel: tree.store.blobs.put((task.code_dir / rel).read_text()) for rel in ("model.py", "params.json")}
+    tree.store.get(ROOT).files = files
+    run1 = tree.add("run", (ROOT,), 2.0, hints={"ideate": True, "offset": 0, "run": 1, "try": 1})
+    run1.files, run1.memo = files, {"ideas": [idea("steeper")], "idea": 0, "notes": "# Steeper"}
+    jobs = {}
+    for left in (1, 9):
+        llm = FakeLLM({"improve": ["<notes>\n# Steeper\n</notes>\nALL_COMPLETED"]})
+        llm.cfg = LLMConfig()
+        ctx = OpContext(task=task, store=tree.store, llm=llm, rng=random.Random(0), steps_left=left, budget=task.budget)
+        run(AIScientistV1Config(data_preview=False), ctx, [run1], _action({"idea": 0, "run": 2, "try": 1}))
+        jobs[left] = llm.seen[0][1][-1]["content"]
+    assert "(run 2 of at most 2)" in jobs[1] and "(run 2 of at most 5)" in jobs[9]  # max_runs 5
+    assert "the experiments it leaves go to the next idea" in jobs[1]
+
+
 def _action(hints: dict):
     from researchbench.benchmark.contract.agent_api import Action
 
