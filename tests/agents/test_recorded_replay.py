@@ -107,11 +107,20 @@ def _recorded_nodes(folder: Path) -> list[dict]:
     return [{**node, "diff_hash": node["diff"]} for node in finished]
 
 
-# Recordings whose agent-written code reads the clock, so a replay on another machine (or load) need not score
-# the same: the code is replayed file for file, the score is not the harness's to reproduce.
-CLOCK_DEPENDENT = {
-    "agents/aide-causal_discovery": "nodes 0007-0008 stop their search on CPU-time guards (replayed: 16.375 for "
-                                    "0007's recorded 16.25, the same files)",
+# Recordings that do not replay whole, each with the reason: agent-written code that reads the clock (a replay on
+# another machine, or load, need not score the same: the code is replayed file for file, the score is not the
+# harness's to reproduce), or a run recorded before tasks declared tie-breaks (metric.tie_breaks), which today
+# picks a different best node at a tie and so builds on different code from there.
+NOT_WHOLE = {
+    "agents/aide-causal_discovery": "its code stops its searches on CPU-time guards: node 0007 ran past the "
+                                    "120 s CPU limit in the recording (120.1 s), and a search's CPU time grows "
+                                    "with the machine's load (threads that wait spin)",
+    "headroom-greedy/causal_discovery": "recorded before tie-breaks: nodes 0006 and 0007 tie at val SHD 15.625 "
+                                        "and 0007's higher f1 makes it the best today, so greedy improves 0007 "
+                                        "from node 0008 on where the recording improved 0006",
+    "headroom-greedy/representation_learning": "recorded before tie-breaks: nodes 0008 and 0009 tie at val 0.59 "
+                                               "and 0009's higher knn_accuracy makes it the best today, so node "
+                                               "0010 improves 0009 where the recording improved 0008",
 }
 
 
@@ -121,8 +130,8 @@ def _recordings() -> list:
     for folder in sorted(p.parent for p in RECORDED.rglob("summary.json")):
         name = folder.relative_to(RECORDED).as_posix()
         marks = [pytest.mark.slow]
-        if name in CLOCK_DEPENDENT:
-            marks.append(pytest.mark.xfail(reason=CLOCK_DEPENDENT[name], strict=False))
+        if name in NOT_WHOLE:
+            marks.append(pytest.mark.xfail(reason=NOT_WHOLE[name], strict=False))
         params.append(pytest.param(name, marks=marks, id=name))
     return params
 
