@@ -147,8 +147,22 @@ def _compare(ctx: OpContext, node: Node) -> str:
         same = node.primary == parent.primary
         words.append("same as its parent" if same else ("better than its parent" if better else "worse than its parent"))
     if best is not None and best.id == node.id:
-        words.append("the best so far")
+        words.append("the best so far" + _tie_break_note(ctx, node))
     return f" ({'; '.join(words)})" if words else ""
+
+
+def _tie_break_note(ctx: OpContext, best: Node) -> str:
+    """Why the best node leads an earlier node with the same score: an equal score read as a step forward
+    otherwise (an answerer took a tie won on the task's tie-break for an improvement)."""
+    metric = ctx.task.metric
+    for rival in ctx.store:
+        if rival.id != best.id and rival.status == OK and rival.primary == best.primary:
+            for name, direction in metric.tie_breaks:
+                ours, theirs = best.metrics.get(name), rival.metrics.get(name)
+                if ours is not None and theirs is not None and ours != theirs:
+                    return (f", tied with node {rival.id} on {metric.name} and ahead by its {direction} {name} "
+                            f"({ours:.5g} vs {theirs:.5g}), the task's tie-break")
+    return ""
 
 
 HALF_LIMIT_WARNING = "over half the limit: a heavier version of it would be killed"

@@ -298,9 +298,12 @@ def test_nodes_tied_at_the_bound_are_ranked_by_the_tasks_tie_breaks(tmp_path) ->
     stronger = tree.add("draft", ("0000",), 0.0, metrics={"auroc": 0.86})
     tree.add("improve", (stronger.id,), 0.0, metrics={"auroc": 0.86})  # a full tie keeps the earlier node
     assert tree.store.best() is stronger
-    setup = _section(_user(operators.build_messages(ctx, "improve", [stronger], CFG)), "Setup and limits")
+    text = _user(operators.build_messages(ctx, "improve", [stronger], CFG))
+    setup = _section(text, "Setup and limits")
     assert f"(node {stronger.id})" in setup
     assert "ties go to the higher auroc, then the earliest node" in setup
+    # a tie won on the tie-break is not shown as a step forward: the prompt says what decided it
+    assert "the best so far, tied with node 0001 on pehe and ahead by its higher auroc (0.86 vs 0.81)" in text
 
 
 def test_a_warning_repeated_by_a_library_is_shown_once_with_a_count(tmp_path) -> None:
