@@ -115,6 +115,9 @@ NOT_WHOLE = {
     "agents/aide-causal_discovery": "its code stops its searches on CPU-time guards: node 0007 ran past the "
                                     "120 s CPU limit in the recording (120.1 s), and a search's CPU time grows "
                                     "with the machine's load (threads that wait spin)",
+    "agents/aide-ood_detection": "its training loop reads the CPU clock (the learning rate follows the CPU time "
+                                 "used, and a guard ends training at a CPU budget): from node 0004 on the same "
+                                 "files score differently (replayed 0.496 for the recorded 0.482)",
     "headroom-greedy/causal_discovery": "recorded before tie-breaks: nodes 0006 and 0007 tie at val SHD 15.625 "
                                         "and 0007's higher f1 makes it the best today, so greedy improves 0007 "
                                         "from node 0008 on where the recording improved 0006",
