@@ -152,7 +152,7 @@ def _compare(ctx: OpContext, node: Node) -> str:
 
 
 def _tie_break_note(ctx: OpContext, best: Node) -> str:
-    """Why the best node leads an earlier node with the same score: an equal score read as a step forward
+    """Why the best node leads another node with the same score: an equal score read as a step forward
     otherwise (an answerer took a tie won on the task's tie-break for an improvement)."""
     metric = ctx.task.metric
     for rival in ctx.store:
