@@ -121,6 +121,9 @@ NOT_WHOLE = {
     "agents/react-fairness": "its turns run cross-validation scripts as commands close to their 120 s CPU limit; "
                              "replayed on a loaded machine, the command in call 2 went over it, the submit in "
                              "the same reply was skipped, and every node after shifts by one",
+    "headroom-greedy/privacy": "its attack stops its searches on CPU-time guards: every node replays with the "
+                               "same files and val score, and node 0010's hidden test scored 0.2129 for the "
+                               "recorded 0.2048",
     "headroom-greedy/continual_learning": "its node 0001 failed in the recording (exit code 1; the output was not "
                                           "kept) and the same files run today, so greedy debugs in the recording "
                                           "where it improves in a replay",
