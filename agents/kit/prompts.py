@@ -157,11 +157,11 @@ def _tie_break_note(ctx: OpContext, best: Node) -> str:
     metric = ctx.task.metric
     for rival in ctx.store:
         if rival.id != best.id and rival.status == OK and rival.primary == best.primary:
-            for name, direction in metric.tie_breaks:
-                ours, theirs = best.metrics.get(name), rival.metrics.get(name)
-                if ours is not None and theirs is not None and ours != theirs:
-                    return (f", tied with node {rival.id} on {metric.name} and ahead by its {direction} {name} "
-                            f"({ours:.5g} vs {theirs:.5g}), the task's tie-break")
+            decided = metric.deciding_tie_break(best, rival)
+            if decided is not None:
+                name, direction = decided
+                return (f", tied with node {rival.id} on {metric.name} and ahead by its {direction} {name} "
+                        f"({best.metrics[name]:.5g} vs {rival.metrics[name]:.5g}), the task's tie-break")
     return ""
 
 

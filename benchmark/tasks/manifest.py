@@ -66,14 +66,23 @@ class Metric:
     def outranks(self, a: Scored, b: Scored) -> bool:
         """True when node ``a`` ranks strictly above node ``b``: the better primary, or on equal primaries the
         first tie-break that differs. A score missing on either side ranks nothing."""
-        pairs = [(a.primary, b.primary, self.direction)]
-        pairs += [(a.metrics.get(name), b.metrics.get(name), direction) for name, direction in self.tie_breaks]
-        for x, y, direction in pairs:
+        if a.primary is None or b.primary is None:
+            return False
+        if a.primary != b.primary:
+            return self.better(a.primary, b.primary)
+        decided = self.deciding_tie_break(a, b)
+        return decided is not None and (a.metrics[decided[0]] > b.metrics[decided[0]]) == (decided[1] == "higher")
+
+    def deciding_tie_break(self, a: Scored, b: Scored) -> tuple[str, str] | None:
+        """The tie-break (name, direction) that orders two nodes equal on the primary: the first on which they
+        differ; None when they tie on every one or one side lacks a tie-break before that."""
+        for name, direction in self.tie_breaks:
+            x, y = a.metrics.get(name), b.metrics.get(name)
             if x is None or y is None:
-                return False
+                return None
             if x != y:
-                return x > y if direction == "higher" else x < y
-        return False
+                return name, direction
+        return None
 
     def normalized(self, score: float) -> float:
         """0 at the floor, 1 at the target, negative below the floor (regressions are not clamped)."""
