@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -42,12 +43,17 @@ def test_without_a_gpu_it_refuses_in_one_line(tmp_path: Path) -> None:
         "error: no GPU here (nvidia-smi lists none); run on a GPU machine, or with --cpu to test the script"]
 
 
-def test_a_missing_package_is_named(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+def _gpu_check_module():
     sys.path.insert(0, str(SCRIPT.parent))
     try:
         import gpu_check
     finally:
         sys.path.remove(str(SCRIPT.parent))
+    return gpu_check
+
+
+def test_a_missing_package_is_named(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    gpu_check = _gpu_check_module()
     monkeypatch.setitem(gpu_check.GPU_CHECK_PACKAGES, "no_such_module_here", "no-such-package")
     assert gpu_check.main(["--cpu"]) == 2
     assert "gpu_check needs no-such-package" in capsys.readouterr().err
@@ -66,3 +72,15 @@ def test_isolation_fails_when_the_jobs_do_not_see_the_gpu(tmp_path: Path) -> Non
     rows = {row["check"]: row for row in json.loads((tmp_path / "rows.json").read_text())}
     assert not rows["isolation"]["ok"] and uuid in rows["isolation"]["result"]
     assert "they saw [[], []]" in rows["isolation"]["result"]
+
+
+def test_the_agent_step_and_sharing_take_the_quickest_task() -> None:
+    """They run a task's val three times each: on one H200 the first task named (ood_detection_gpu, 55 s a
+    val) took the check past its 8 minutes, where domain_generalization_gpu takes 14 s."""
+    quickest = _gpu_check_module().quickest
+    specs = [SimpleNamespace(name=n) for n in ("ood_detection_gpu", "domain_generalization_gpu", "unlearning_gpu")]
+    assert quickest(specs, {"ood_detection_gpu": 55.2, "domain_generalization_gpu": 14.4,
+                            "unlearning_gpu": 13.5}).name == "unlearning_gpu"
+    assert quickest(specs, {"ood_detection_gpu": 55.2, "domain_generalization_gpu": 14.4}).name == \
+        "domain_generalization_gpu"  # a task whose val failed is not timed
+    assert quickest(specs, {}).name == "ood_detection_gpu"  # --skip tasks: the first named
