@@ -16,7 +16,9 @@ most of it the second draft's GLMs), so like the other causality runs it is `slo
 
 Under `-m slow` every recording on its task's current version replays whole, node for node, with the agent and
 budget settings its config.yaml recorded (an Optuna recording has no cache: its seed alone reproduces it); a
-recording on an earlier version of its task is skipped, naming it (re-record it).
+recording on an earlier version of its task is skipped, naming it (re-record it). Where the agent's code reads
+the CPU clock (SCORES_READ_THE_CLOCK), the replay must still match node for node (edits, files, statuses) but
+not in score; the few recordings that do not replay whole are listed in NOT_WHOLE with the reason.
 
 A recording made on an earlier major version of its task's data (semi_supervised's: version 2.0.0; version
 4.0.0 draws new images and touched the baseline's docstring) still replays to the same code, file for file,
@@ -107,10 +109,25 @@ def _recorded_nodes(folder: Path) -> list[dict]:
     return [{**node, "diff_hash": node["diff"]} for node in finished]
 
 
-# Recordings that do not replay whole, each with the reason: agent-written code that reads the clock (a replay on
-# another machine, or load, need not score the same: the code is replayed file for file, the score is not the
-# harness's to reproduce), or a run recorded before tasks declared tie-breaks (metric.tie_breaks), which today
-# picks a different best node at a tie and so builds on different code from there.
+# Recordings whose agent-written code reads the CPU clock (a search or training loop that stops at a CPU budget):
+# a replay makes the same decisions and runs the same code, node for node, but the scores are the clock's as much
+# as the code's, so they are not compared. What this still proves is the harness's and the scaffold's part: the
+# same replies, edits, files and statuses in the same order.
+SCORES_READ_THE_CLOCK = {
+    "agents/aide-causal_effect": "its GP fits stop at a CPU budget per replication (max_cpu_per_rep): from node "
+                                 "0006 the same files score within 0.2% of the recorded PEHE",
+    "agents/mcts-causal_effect": "its GP fits stop at a CPU budget per replication: from node 0006 the same files "
+                                 "score within 0.05% of the recorded PEHE",
+    "agents/evolutionary-causal_effect": "its GP fits stop at a CPU budget per replication: from node 0002 the same "
+                                         "files score within 0.4% of the recorded PEHE",
+    "headroom-greedy/privacy": "its attack stops its searches on CPU-time guards: every node replays with the "
+                               "same files and val score, and node 0010's hidden test scored 0.2129 for the "
+                               "recorded 0.2048",
+}
+
+# Recordings that do not replay whole, each with the reason: agent-written code whose CPU time came within a
+# hair of its limit, so that whether a node ran out of time (and so what the agent did next) depends on the
+# machine's load.
 NOT_WHOLE = {
     "agents/aide-causal_discovery": "its code stops its searches on CPU-time guards: node 0007 ran past the "
                                     "120 s CPU limit in the recording (120.1 s), and a search's CPU time grows "
@@ -121,18 +138,6 @@ NOT_WHOLE = {
     "agents/react-fairness": "its turns run cross-validation scripts as commands close to their 120 s CPU limit; "
                              "replayed on a loaded machine, the command in call 2 went over it, the submit in "
                              "the same reply was skipped, and every node after shifts by one",
-    "headroom-greedy/privacy": "its attack stops its searches on CPU-time guards: every node replays with the "
-                               "same files and val score, and node 0010's hidden test scored 0.2129 for the "
-                               "recorded 0.2048",
-    "headroom-greedy/continual_learning": "its node 0001 failed in the recording (exit code 1; the output was not "
-                                          "kept) and the same files run today, so greedy debugs in the recording "
-                                          "where it improves in a replay",
-    "headroom-greedy/causal_discovery": "recorded before tie-breaks: nodes 0006 and 0007 tie at val SHD 15.625 "
-                                        "and 0007's higher f1 makes it the best today, so greedy improves 0007 "
-                                        "from node 0008 on where the recording improved 0006",
-    "headroom-greedy/representation_learning": "recorded before tie-breaks: nodes 0008 and 0009 tie at val 0.59 "
-                                               "and 0009's higher knn_accuracy makes it the best today, so node "
-                                               "0010 improves 0009 where the recording improved 0008",
 }
 
 
@@ -182,12 +187,14 @@ def test_every_recording_replays_whole_node_for_node(recording: str, tmp_path: P
     # them (domain_generalization's penalty tensors moved to the model's device) needs no new version, and the
     # edits made on it then read differently while the edited files are the same.
     same_baseline = replayed[0]["files"] == recorded[0]["files"]
+    scores_match = recording not in SCORES_READ_THE_CLOCK
     for node, expected in zip(replayed, recorded):
         if node["id"] != BASELINE_ID:
             assert node["files"] == expected["files"], node["id"]  # the same code, file for file
         if same_baseline or node["parents"] != [BASELINE_ID]:
             assert (node["diff"] if "diff_hash" in expected else blobs.text(node["diff"]) if node["diff"] else None) \
                 == expected.get("diff_hash", expected.get("diff")), node["id"]  # the same edit
-        if expected["primary"] is not None:
+        if expected["primary"] is not None and scores_match:
             assert node["primary"] == pytest.approx(expected["primary"], rel=1e-6), node["id"]
-    assert summary["best"]["test"] == pytest.approx(recorded_summary["best"]["test"], rel=1e-6)
+    if scores_match:
+        assert summary["best"]["test"] == pytest.approx(recorded_summary["best"]["test"], rel=1e-6)
