@@ -135,6 +135,13 @@ NOT_WHOLE = {
     "agents/aide-ood_detection": "its training loop reads the CPU clock (the learning rate follows the CPU time "
                                  "used, and a guard ends training at a CPU budget): from node 0004 on the same "
                                  "files score differently (replayed 0.496 for the recorded 0.482)",
+    "agents/evolutionary-semi_supervised": "its experiments use about 120 CPU-seconds each and the run ended close "
+                                           "to its compute budget: replayed on a loaded machine the same files "
+                                           "scored the same but used 5-15% more CPU time, the budget ran out one "
+                                           "experiment early and no hidden test ran",
+    "headroom-greedy/causal_discovery": "its node 0003 used 112.6 of its 120 CPU-seconds in the recording; replayed "
+                                        "on a loaded machine it ran past the limit (120.1 s), so greedy saw a failure "
+                                        "and the run took another course from there",
     "agents/react-fairness": "its turns run cross-validation scripts as commands close to their 120 s CPU limit; "
                              "replayed on a loaded machine, the command in call 2 went over it, the submit in "
                              "the same reply was skipped, and every node after shifts by one",
