@@ -171,6 +171,7 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
         if result.killed_from_outside:  # not the code's doing as far as the harness can tell: one more run
             log.warning("a %s job was SIGKILLed with no limit of its own or OOM kill to explain it; running it "
                         "once more", phase)
+            lap("killed_attempt")  # not the code's time: the step's wall time is the attempt that counted
             discard_tree(output_dir)
             output_dir.mkdir()
             result = executor.submit(job).result()
@@ -191,7 +192,7 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
         if not outcome.bug_reason:
             _evaluate(prepared, phase, executor, scratch, handed, eval_dir, outcome)
             lap("evaluate")
-        outcome.seconds = round(time.monotonic() - started, 3)
+        outcome.seconds = round(time.monotonic() - started - timings.get("killed_attempt", 0.0), 3)
         return outcome
     finally:
         discard_tree(scratch)
