@@ -212,6 +212,9 @@ def run_isolated(label: str, load: Callable[[], Any], work: Callable[[Any], None
             inputs = load()
             confine.confine(blocked, allowed_writes)
             install_guard(blocked, allowed_writes)
+            # A sealed child cannot make the semaphores joblib's process pools need (/dev/shm is not among its
+            # writes): joblib would warn so on import in every child, a dozen lines in each run's output.
+            os.environ.setdefault("JOBLIB_MULTIPROCESSING", "0")
             work(inputs)
         except BaseException as exc:  # noqa: BLE001 - everything becomes one line for the parent
             code = 1

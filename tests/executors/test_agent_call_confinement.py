@@ -243,7 +243,8 @@ run_isolated("kmeans", lambda: None, work, blocked=[blocked], allowed_writes=[ou
 
 def test_an_isolated_call_may_run_kmeans_but_not_read_its_memory(tmp_path: Path) -> None:
     """scikit-learn's KMeans asks threadpoolctl, which reads the process's own /proc/self/maps (the libraries
-    loaded): a continual_learning answerer lost an experiment to its refusal. /proc/self/mem stays refused.
+    loaded): a continual_learning answerer lost an experiment to its refusal. /proc/self/mem stays refused, and
+    joblib (imported by scikit-learn) is told up front that the child has no process pools, not warned each time.
     The call runs in a fresh interpreter, as a task's driver does (a pytest worker's captured streams do not
     survive the fork's closing of inherited files)."""
     import subprocess
@@ -257,3 +258,4 @@ def test_an_isolated_call_may_run_kmeans_but_not_read_its_memory(tmp_path: Path)
                           text=True, timeout=HANG_TIMEOUT_S, env=SESSION_START_ENV)
     assert done.returncode == 0, done.stderr
     assert (out / "report").read_text() == "True isolation: process memory is not readable"
+    assert "serial mode" not in done.stderr  # joblib's warning that a sealed child has no semaphores, once per child
