@@ -120,6 +120,11 @@ SCORES_READ_THE_CLOCK = {
                                  "score within 0.05% of the recorded PEHE",
     "agents/evolutionary-causal_effect": "its GP fits stop at a CPU budget per replication: from node 0002 the same "
                                          "files score within 0.4% of the recorded PEHE",
+    "headroom-greedy/causal_discovery": "its ordering search stops at a CPU deadline per dataset: recorded on a "
+                                        "loaded machine, node 0003 used 112.6 of its 120 CPU-seconds (SHD 20.75); "
+                                        "replayed on a lighter load the same files used 47 s (20.625), node 0006 "
+                                        "scored 20.5 for 24.125, every other node the same (on a machine loaded "
+                                        "more than the recording's, node 0003 can reach its limit)",
     "headroom-greedy/privacy": "its attack stops its searches on CPU-time guards: every node replays with the "
                                "same files and val score, and node 0010's hidden test scored 0.2129 for the "
                                "recorded 0.2048",
@@ -135,9 +140,6 @@ NOT_WHOLE = {
     "agents/aide-ood_detection": "its training loop reads the CPU clock (the learning rate follows the CPU time "
                                  "used, and a guard ends training at a CPU budget): from node 0004 on the same "
                                  "files score differently (replayed 0.496 for the recorded 0.482)",
-    "headroom-greedy/causal_discovery": "its node 0003 used 112.6 of its 120 CPU-seconds in the recording; replayed "
-                                        "on a loaded machine it ran past the limit (120.1 s), so greedy saw a failure "
-                                        "and the run took another course from there",
     "agents/react-fairness": "its turns run cross-validation scripts as commands close to their 120 s CPU limit; "
                              "replayed on a loaded machine, the command in call 2 went over it, the submit in "
                              "the same reply was skipped, and every node after shifts by one",
