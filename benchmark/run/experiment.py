@@ -171,10 +171,13 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
         if result.killed_from_outside:  # not the code's doing as far as the harness can tell: one more run
             log.warning("a %s job was SIGKILLed with no limit of its own or OOM kill to explain it; running it "
                         "once more", phase)
-            lap("killed_attempt")  # not the code's time: the step's wall time is the attempt that counted
+            lap("killed_attempt")  # both attempts are charged: a job can kill itself, and nothing here tells
+            killed_cpu = result.cpu_seconds
             discard_tree(output_dir)
             output_dir.mkdir()
             result = executor.submit(job).result()
+            if killed_cpu is not None and result.cpu_seconds is not None:
+                result = replace(result, cpu_seconds=killed_cpu + result.cpu_seconds)
         lap("job")
         outcome = Outcome(exit_code=result.exit_code, timed_out=result.timed_out, seconds=0.0,
                           stdout=job_output(_read(job.stdout_path)).encode(),
@@ -192,7 +195,7 @@ def run_phase(prepared: PreparedTask, files: dict[str, str], phase: str, executo
         if not outcome.bug_reason:
             _evaluate(prepared, phase, executor, scratch, handed, eval_dir, outcome)
             lap("evaluate")
-        outcome.seconds = round(time.monotonic() - started - timings.get("killed_attempt", 0.0), 3)
+        outcome.seconds = round(time.monotonic() - started, 3)
         return outcome
     finally:
         discard_tree(scratch)
