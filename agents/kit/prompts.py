@@ -112,7 +112,7 @@ class PromptConfig:
     edit_format: str = domain("auto", one_of=FORMATS)  # auto: either format, SEARCH/REPLACE preferred
     memory_size: int = domain(6, ge=0)  # recent attempts shown in detail
     output_tail_chars: int = domain(3000, ge=0)  # per stream, of each solution being worked on
-    attempt_tail_chars: int = domain(1600, ge=0)  # start and end of each recent attempt's output, both streams
+    attempt_tail_chars: int = domain(3200, ge=0)  # start and end of each recent attempt's output, both streams
     prompt_chars: int = domain(60000, ge=1)  # target prompt size; the least important sections shrink first
     data_preview: bool = True  # show shapes, dtypes and rows of the public data
 

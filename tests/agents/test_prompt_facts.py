@@ -213,6 +213,19 @@ def test_an_attempts_first_printed_diagnostics_survive_a_long_output(tmp_path) -
     assert "BETTER-DIAG kept 12 features" in attempts
 
 
+def test_an_attempts_diagnostic_table_of_1500_characters_is_shown_whole(tmp_path) -> None:
+    """Issue 27 (greedy on causal_discovery): an earlier attempt's output kept 800 characters per stream, so a
+    per-dataset table printed by the model lost its middle rows; the default keeps 1600 per stream."""
+    ctx, tree = _ctx(tmp_path)
+    good = tree.add("draft", ("0000",), 2.0)
+    worse = tree.add("improve", (good.id,), 2.5)
+    rows = [f"dataset v{k}: shd {k + 10:>3} edges {40 + k:>3} skeleton f1 0.{k}1 (row {k:02d})" for k in range(26)]
+    worse.stdout = tree.store.blobs.put("\n".join(rows) + "\n")
+    assert 1400 < len("\n".join(rows)) < 1600
+    attempts = _section(_user(operators.build_messages(ctx, "improve", [good], CFG)), "Recent attempts")
+    assert all(row in attempts for row in rows)
+
+
 def test_the_best_node_stays_in_the_attempts_however_many_followed(tmp_path) -> None:
     ctx, tree = _ctx(tmp_path)
     best = tree.add("draft", ("0000",), 0.5)
