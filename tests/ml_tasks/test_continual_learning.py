@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from task_kit import (STASH_AND_SIGNAL_ATTEMPTS, code_copy, driver_rejects, ev, prepare_again, prepared,
+from task_kit import (STASH_AND_SIGNAL_ATTEMPTS, code_copy, driver_rejects, ev, phase_args, prepare_again, prepared,
                       prepared_digest, run_driver, task_dir)
 
 TASK = "continual_learning"
@@ -154,6 +154,36 @@ def test_driver_rejects_predictions_that_depend_on_the_other_inputs(prepared, tm
     stderr = driver_rejects(prepared, tmp_path, {"learner.py": BATCH_DEPENDENT}, "not a function of each image alone",
                             output="predictions.csv")
     assert "split 0" in stderr
+
+
+STATE_CACHING = '''
+import numpy as np
+
+BUILT = []  # a model computed from the state alone, kept between the predict calls of one split's process
+
+def train_split(state, x, y, classes, split, params, device):
+    means = np.zeros((10, x.shape[1]), dtype=np.float32) if state is None else state["means"].copy()
+    for c in classes:
+        means[c] = x[y == c].mean(axis=0)
+    return {"means": means}
+
+def predict(state, x, params, device):
+    if not BUILT:
+        BUILT.append(state["means"] / (np.linalg.norm(state["means"], axis=1, keepdims=True) + 1e-9))
+        print("built the model once from the state")
+    scores = x @ BUILT[0].T
+    return scores.argmax(axis=1)
+'''
+
+
+def test_a_model_built_from_the_state_may_be_cached_between_predict_calls(prepared, tmp_path: Path) -> None:
+    """Issue 27 (greedy's answerer): whether caching what is computed from the state alone breaks the
+    per-image rule was unclear. It does not: such a learner runs, and is built once per split."""
+    code = code_copy(prepared, tmp_path / "code", {"learner.py": STATE_CACHING})
+    result = run_driver(code, *phase_args(prepared, "val", tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("built the model once from the state") == 5
+    assert (tmp_path / "out" / "predictions.csv").is_file()
 
 
 def test_every_image_draws_its_own_condition_from_its_splits_style(prepared) -> None:
