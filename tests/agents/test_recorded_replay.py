@@ -120,6 +120,9 @@ SCORES_READ_THE_CLOCK = {
                                  "score within 0.05% of the recorded PEHE",
     "agents/evolutionary-causal_effect": "its GP fits stop at a CPU budget per replication: from node 0002 the same "
                                          "files score within 0.4% of the recorded PEHE",
+    "agents/aide-ood_detection": "its training loop sets the learning rate from the CPU time used and ends at a "
+                                 "CPU budget: every node replays with the same files and statuses, and from node "
+                                 "0004 the val FPR moves by up to 0.06 (hidden test 0.398 for the recorded 0.412)",
     "headroom-greedy/causal_discovery": "its ordering search stops at a CPU deadline per dataset: recorded on a "
                                         "loaded machine, node 0003 used 112.6 of its 120 CPU-seconds (SHD 20.75); "
                                         "replayed on a lighter load the same files used 47 s (20.625), node 0006 "
@@ -137,9 +140,6 @@ NOT_WHOLE = {
     "agents/aide-causal_discovery": "its code stops its searches on CPU-time guards: node 0007 ran past the "
                                     "120 s CPU limit in the recording (120.1 s), and a search's CPU time grows "
                                     "with the machine's load (threads that wait spin)",
-    "agents/aide-ood_detection": "its training loop reads the CPU clock (the learning rate follows the CPU time "
-                                 "used, and a guard ends training at a CPU budget): from node 0004 on the same "
-                                 "files score differently (replayed 0.496 for the recorded 0.482)",
     "agents/react-fairness": "its turns run cross-validation scripts as commands close to their 120 s CPU limit; "
                              "replayed on a loaded machine, the command in call 2 went over it, the submit in "
                              "the same reply was skipped, and every node after shifts by one",
