@@ -136,14 +136,7 @@ SCORES_READ_THE_CLOCK = {
 # Recordings that do not replay whole, each with the reason: agent-written code whose CPU time came within a
 # hair of its limit, so that whether a node ran out of time (and so what the agent did next) depends on the
 # machine's load.
-NOT_WHOLE = {
-    "agents/aide-causal_discovery": "its code stops its searches on CPU-time guards: node 0007 ran past the "
-                                    "120 s CPU limit in the recording (120.1 s), and a search's CPU time grows "
-                                    "with the machine's load (threads that wait spin)",
-    "agents/react-fairness": "its turns run cross-validation scripts as commands close to their 120 s CPU limit; "
-                             "replayed on a loaded machine, the command in call 2 went over it, the submit in "
-                             "the same reply was skipped, and every node after shifts by one",
-}
+NOT_WHOLE: dict[str, str] = {}  # every recording replays whole (recorded and replayed on a quiet machine)
 
 
 def _replay_timeout_s(folder: Path) -> float:
