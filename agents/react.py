@@ -199,14 +199,18 @@ def take_turn(ctx: OpContext, reply: str, files: dict[str, str], last_eval: dict
             "line": (f"{summarize(reasoning, 300)} -> " if reasoning else "") + ("; ".join(line) or "nothing done")}
 
 
-def sandbox_note(ctx: OpContext) -> str:
+def sandbox_note(ctx: OpContext, cfg: ReactConfig) -> str:
+    """Where commands run, what they see, and when they are killed (the harness caps a command at the step
+    limit: commands.CommandRunner)."""
     data = ctx.data_path or str(ctx.public_dir)
+    limit = prompts.limit_text(ctx, min(cfg.command_timeout_s, ctx.budget.step_timeout_s))
     val = (" ".join(ctx.task.phases["val"]).replace("{python}", "python").replace("{data}", data)
            .replace("{output}", "<out>"))
     return (f"Commands run with bash in a fresh copy of the code directory holding your current files, with a private "
             f"writable /tmp. The public data is at {data} (read-only). An experiment runs `{val}` and the "
             "harness scores what it writes to <out>; you can run that command yourself with /tmp/out as <out> to "
-            "check your code (no score: the labels are not there). Commands and experiments share the compute budget.")
+            f"check your code (no score: the labels are not there). Each command is killed at {limit}, as an experiment "
+            "is (sooner if the compute budget runs out first). Commands and experiments share the compute budget.")
 
 
 def _context(ctx: OpContext, cfg: ReactConfig, older: list[dict[str, Any]], files: dict[str, str],
@@ -218,7 +222,7 @@ def _context(ctx: OpContext, cfg: ReactConfig, older: list[dict[str, Any]], file
     sections = [prompts.task_section(ctx), prompts.setup_section(ctx, commands=True),
                 prompts.harness_section(ctx),
                 prompts.data_section(ctx, cfg, priority=40),
-                Section("Sandbox", [sandbox_note(ctx)], 98),
+                Section("Sandbox", [sandbox_note(ctx, cfg)], 98),
                 Section("Experiments so far", ["\n".join(f"- node {n.id}: {prompts.result_line(ctx, n)}; "
                                                          f"{summarize(n.plan, 300)}" for n in runs) or "(none yet)"], 75),
                 Section("Earlier turns (one line each)", ["\n".join(lines), ""] if lines else [""], 50),

@@ -215,6 +215,13 @@ def _cpu_clock(ctx: OpContext) -> bool:
     return baseline is not None and baseline.clock == "cpu"
 
 
+def limit_text(ctx: OpContext, seconds: float) -> str:
+    """A run's time limit on the clock that enforces it (the step limit's: CPU time where the baseline ran
+    on it)."""
+    return (f"{seconds:g} s of CPU time, all its processes and threads summed" if _cpu_clock(ctx)
+            else f"{seconds:g} s (wall-clock)")
+
+
 def budget_line(ctx: OpContext, commands: bool = False) -> str:
     """The run's budget in one line, in the units it is enforced in (experiments; seconds on the step
     limit's clock). Every operator of every agent states the budget through this line alone; `commands`:
@@ -256,10 +263,8 @@ def setup_section(ctx: OpContext, commands: bool = False) -> Section:
         scores.append(f"baseline (node 0000): {metric.name} = {baseline.primary:.5g}")
     if best is not None:
         scores.append(f"best so far: {metric.name} = {best.primary:.5g} (node {best.id})")
-    cpu = _cpu_clock(ctx)
-    limit = (f"{budget.step_timeout_s:g} s of CPU time, all its processes and threads summed"
-             if cpu else f"{budget.step_timeout_s:g} s (wall-clock)")
-    if cpu and baseline is not None and baseline.wall_limit_s:  # the baseline ran under the same step limit
+    limit = limit_text(ctx, budget.step_timeout_s)
+    if _cpu_clock(ctx) and baseline is not None and baseline.wall_limit_s:  # the baseline ran under the same step limit
         limit += f", or at {baseline.wall_limit_s:g} s of wall-clock time (a backstop for a run that waits)"
     lines = [
         f"- Metric: {metric.name} on the validation set, {metric.direction} is better. " + "; ".join(scores) + ".",

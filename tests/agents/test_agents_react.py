@@ -271,7 +271,7 @@ def test_supervisor_assigns_and_a_fresh_worker_starts_from_the_best(tmp_path) ->
 def test_sandbox_note_names_the_output_dir_without_template_placeholders(tmp_path) -> None:
     from researchbench.agents.react import sandbox_note
 
-    note = sandbox_note(_ctx(tmp_path))
+    note = sandbox_note(_ctx(tmp_path), ReactConfig())
     assert "{" not in note and "}" not in note, note  # no unrendered {output}/{python}/{data}
     assert "<out>" in note and "/tmp/out" in note
 
@@ -284,3 +284,20 @@ def test_the_done_action_says_which_solution_is_scored_and_that_unused_experimen
     done = next(line for line in SYSTEM.splitlines() if line.lstrip().startswith('"done"'))
     assert "best validation score" in done and "hidden test" in done and "not your current files" in done
     assert "unused are lost" in done
+
+
+def test_the_sandbox_note_gives_the_limit_a_command_is_killed_at(tmp_path) -> None:
+    """Issue 27 (react on fairness): nothing said a command has a limit of its own, and a sweep was killed at the
+    step limit. The note gives the limit the harness enforces: the step limit, or command_timeout_s if lower."""
+    from researchbench.agents.react import sandbox_note
+
+    ctx = _ctx(tmp_path)
+    ctx.store.get("0000").clock = "cpu"
+    assert "killed at 30 s of CPU time" in sandbox_note(ctx, ReactConfig())  # step_timeout_s 30, command 600
+    assert "killed at 12 s of CPU time" in sandbox_note(ctx, ReactConfig(command_timeout_s=12))
+    seen = []
+    runner = CommandRunner(None, None, BlobStore(tmp_path / "blobs"), tmp_path / "scratch", step_timeout_s=30,
+                           compute_left_s=1000)
+    runner._run = lambda files, command, limit: seen.append(limit) or CommandResult(command, 0, False, 1.0, "", "")
+    runner.run({}, "true", ReactConfig().command_timeout_s)
+    assert seen == [30]  # what the note says is what the runner enforces

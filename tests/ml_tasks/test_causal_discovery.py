@@ -115,6 +115,20 @@ def test_evaluator_scores_known_graphs(prepared, tmp_path):
     assert 0.9 < metrics["f1"] < 1.0
 
 
+def test_an_undirected_edge_costs_a_reversed_ones_shd_and_beats_it_only_on_f1():
+    """Issue 27 (aide's answerer): the baseline's docstring says an undirected edge "scores better than a wrong
+    direction"; the task text now says that holds on f1 only, which is what the evaluator does."""
+    scores = task_module(TASK, "evaluate").graph_scores
+    truth = np.zeros((3, 3), dtype=int)
+    truth[0, 1] = truth[1, 2] = 1
+    reversed_, undirected = truth.copy(), truth.copy()
+    reversed_[0, 1], reversed_[1, 0] = 0, 1
+    undirected[1, 0] = 1
+    worse, unsure = scores(reversed_, truth), scores(undirected, truth)
+    assert worse["shd"] == unsure["shd"] == 1
+    assert unsure["f1"] > worse["f1"] and unsure["skeleton_f1"] == worse["skeleton_f1"] == 1.0
+
+
 @pytest.mark.parametrize("content, reason", [
     ("dataset,source,target\nv0,3,3\n", "self-loop"),
     ("dataset,source,target\nv0,0,20\n", "out of range"),
