@@ -205,10 +205,11 @@ def sandbox_note(ctx: OpContext, cfg: ReactConfig) -> str:
     data = ctx.data_path or str(ctx.public_dir)
     limit = prompts.limit_text(ctx, min(cfg.command_timeout_s, ctx.budget.step_timeout_s))
     val = (" ".join(ctx.task.phases["val"]).replace("{python}", "python").replace("{data}", data)
-           .replace("{output}", "<out>"))
+           .replace("{output}", "<out>").replace("{seed}", "<seed>"))
+    seed = " and any integer as <seed>" if "<seed>" in val else ""
     return (f"Commands run with bash in a fresh copy of the code directory holding your current files, with a private "
             f"writable /tmp. The public data is at {data} (read-only). An experiment runs `{val}` and the "
-            "harness scores what it writes to <out>; you can run that command yourself with /tmp/out as <out> to "
+            f"harness scores what it writes to <out>; you can run that command yourself with /tmp/out as <out>{seed} to "
             f"check your code (no score: the labels are not there). Each command is killed at {limit}, as an experiment "
             "is (sooner if the compute budget runs out first). Commands and experiments share the compute budget.")
 

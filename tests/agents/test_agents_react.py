@@ -4,6 +4,7 @@ command, the bounded prompt, end to end on causality, and a SIGKILL resume that 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
@@ -271,9 +272,13 @@ def test_supervisor_assigns_and_a_fresh_worker_starts_from_the_best(tmp_path) ->
 def test_sandbox_note_names_the_output_dir_without_template_placeholders(tmp_path) -> None:
     from researchbench.agents.react import sandbox_note
 
-    note = sandbox_note(_ctx(tmp_path), ReactConfig())
-    assert "{" not in note and "}" not in note, note  # no unrendered {output}/{python}/{data}
-    assert "<out>" in note and "/tmp/out" in note
+    from researchbench.benchmark.plugins import get_registry
+
+    for task in ("toy", "fairness"):  # fairness's val phase passes --seed {seed}
+        ctx = dataclasses.replace(_ctx(tmp_path / task), task=load_task(get_registry().tasks[task]))
+        note = sandbox_note(ctx, ReactConfig())
+        assert "{" not in note and "}" not in note, note  # no unrendered {output}/{python}/{data}/{seed}
+        assert "<out>" in note and "/tmp/out" in note
 
 
 def test_the_done_action_says_which_solution_is_scored_and_that_unused_experiments_are_lost() -> None:

@@ -18,7 +18,7 @@ Under `-m slow` every recording on its task's current version replays whole, nod
 budget settings its config.yaml recorded (an Optuna recording has no cache: its seed alone reproduces it); a
 recording on an earlier version of its task is skipped, naming it (re-record it). Where the agent's code reads
 the CPU clock (SCORES_READ_THE_CLOCK), the replay must still match node for node (edits, files, statuses) but
-not in score; the few recordings that do not replay whole are listed in NOT_WHOLE with the reason.
+not in score; a recording that could not replay whole would be listed in NOT_WHOLE with the reason (none is).
 
 A recording made on an earlier major version of its task's data (semi_supervised's: version 2.0.0; version
 4.0.0 draws new images and touched the baseline's docstring) still replays to the same code, file for file,
