@@ -6,7 +6,8 @@ A stand-in sandbox is a container made with bubblewrap: its root filesystem is a
 interpreter bound read-only, Volumes are host dirs, `block_network=True` unshares the network, and
 every exec runs as root of that container in its own pid namespace. What it cannot show: image
 builds, GPUs, Modal's scheduling and billing, and processes surviving their exec (here they die with
-it; on Modal the executor's kill step ends them). Each call is recorded for the tests to assert on.
+it; on Modal the executor's kill step ends them). Its containers share this host's kernel, and so its
+job-uid leases (see `host_mounts`). Each call is recorded for the tests to assert on.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from researchbench.benchmark.executors.local.job_uids import default_lock_dir
 from researchbench.benchmark.executors.local.sandbox import ETC_FILES, SYSTEM_DIRS, python_dirs
 
 
@@ -135,7 +137,7 @@ class Sandbox:
         if self.kwargs.get("block_network"):
             argv.append("--unshare-net")
         argv += ["--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
-        argv += self.modal.image_mounts()
+        argv += self.modal.image_mounts() + self.modal.host_mounts()
         for mount, volume in (self.kwargs.get("volumes") or {}).items():
             argv += ["--ro-bind" if volume.read_only else "--bind", str(volume.dir), mount]
         argv += ["--chdir", workdir or "/", "--", *args]
@@ -283,6 +285,21 @@ class StandInModal:
                 args += ["--ro-bind", path, path]
             bound.append(path)
         return args
+
+    @staticmethod
+    def host_mounts() -> list[str]:
+        """The host's job-uid lease dir, at the path a root harness in the container looks for it.
+
+        A Modal sandbox has a kernel of its own; these containers share this host's. A root harness in
+        one leases job uids, and a uid it leases is the same host uid a host harness's job (or another
+        container's) may hold: with a lock dir of its own each would lease it, and one job's processes
+        would count against the other's RLIMIT_NPROC (a forking test on the host failed a container's
+        baseline that way). Sharing the leases makes them each other's neighbours, as on one host."""
+        if os.geteuid() != 0:  # only a root harness leases uids
+            return []
+        lock_dir = default_lock_dir()
+        lock_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+        return ["--bind", str(lock_dir), str(lock_dir)]
 
 
 def working_bwrap() -> str | None:

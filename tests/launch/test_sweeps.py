@@ -203,7 +203,8 @@ def test_modal_launcher_on_the_stand_in(toy, tmp_path: Path) -> None:
                    "agent=optuna", "task=toy", "budget.steps=1",
                    f"results_dir={tmp_path / 'results'}", "quiet=true", "seed=0,1",
                    env={"RESEARCHBENCH_STANDIN_ROOT": str(tmp_path / "standin")})
-    assert proc.returncode == 0, proc.stderr
+    logs = "".join(p.read_text()[-2000:] for p in (tmp_path / "results").glob(".multirun/*/*/run.log"))
+    assert proc.returncode == 0, proc.stderr + logs
     rows = _table(proc.stdout)
     assert [r[2] for r in rows] == ["0", "1"] and all(r[4] != "-" for r in rows)
     # the runs happened in the stand-in's containers and their run dirs came back
@@ -213,6 +214,41 @@ def test_modal_launcher_on_the_stand_in(toy, tmp_path: Path) -> None:
     # agent code in the run's own sandbox was allowed knowingly; its sandbox was pinned to bubblewrap
     assert all(json.loads(p.read_text())["sandbox"] == "bwrap" for p in summaries)
     assert list((tmp_path / "results").glob(".multirun/*/0/run.log"))
+
+
+HOLD_PROCESSES = "i=0; while [ $i -lt 300 ]; do sleep 600 & i=$((i+1)); done; echo holding; wait"
+
+
+def test_stand_in_containers_share_the_hosts_job_uid_leases(toy, tmp_path: Path) -> None:
+    """A CI failure: a host test's job held the first job uid with its processes while a stand-in
+    container's root harness leased that uid too (its lease dir was its own), and the container's
+    baseline could not start a process under RLIMIT_NPROC. The containers share this host's kernel, so
+    they must share its leases."""
+    import subprocess
+
+    from researchbench.benchmark.executors.local.backend import LocalExecutorConfig
+    from researchbench.benchmark.executors.local.job_uids import JobUids
+    from tests.modal_standin import working_bwrap
+
+    if os.geteuid() != 0 or working_bwrap() is None:
+        pytest.skip("only a root harness leases job uids; the stand-in needs a working bubblewrap")
+    cfg = LocalExecutorConfig()
+    lease = JobUids(cfg.job_uid, cfg.job_uid_count).try_acquire()  # the uid a container would lease first
+    assert lease is not None
+    holder = subprocess.Popen(["/bin/sh", "-c", HOLD_PROCESSES], user=lease.uid, group=lease.uid, cwd="/",
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        proc = run_cli("-m", "hydra/launcher=modal", "hydra.launcher.client=tests.modal_standin:from_env",
+                       f"hydra.launcher.remote_python={sys.executable}", "hydra.launcher.agent_code_in_run=true",
+                       "agent=optuna", "task=toy", "budget.steps=1", f"results_dir={tmp_path / 'results'}",
+                       "quiet=true", "seed=0", env={"RESEARCHBENCH_STANDIN_ROOT": str(tmp_path / "standin")})
+    finally:
+        os.killpg(holder.pid, 9)
+        holder.wait()
+        lease.release()
+    logs = "".join(p.read_text()[-2000:] for p in (tmp_path / "results").glob(".multirun/*/*/run.log"))
+    assert proc.returncode == 0, proc.stderr + logs
 
 
 def test_a_sweeps_folder_scores_exactly_its_runs(toy, tmp_path: Path, capsys) -> None:
