@@ -235,7 +235,7 @@ def test_stand_in_containers_share_the_hosts_job_uid_leases(toy, tmp_path: Path)
     cfg = LocalExecutorConfig()
     lease = JobUids(cfg.job_uid, cfg.job_uid_count).try_acquire()  # the uid a container would lease first
     assert lease is not None
-    holder = subprocess.Popen(["/bin/sh", "-c", HOLD_PROCESSES], user=lease.uid, group=lease.uid, cwd="/",
+    holder = subprocess.Popen(["/bin/sh", "-c", HOLD_PROCESSES], user=lease.uid, group=lease.uid, extra_groups=[], cwd="/",
                               stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
