@@ -193,18 +193,26 @@ def test_submitit_local_sweep(toy, tmp_path: Path) -> None:
     assert len(list(tmp_path.glob("optuna/toy/*/summary.json"))) == 2
 
 
+def _standin_sweep(tmp_path: Path, seeds: str):
+    """An Optuna sweep on toy through `hydra/launcher=modal` with the stand-in client, results in tmp_path."""
+    return run_cli("-m", "hydra/launcher=modal", "hydra.launcher.client=tests.modal_standin:from_env",
+                   f"hydra.launcher.remote_python={sys.executable}", "hydra.launcher.agent_code_in_run=true",
+                   "agent=optuna", "task=toy", "budget.steps=1", f"results_dir={tmp_path / 'results'}",
+                   "quiet=true", seeds, env={"RESEARCHBENCH_STANDIN_ROOT": str(tmp_path / "standin")})
+
+
+def _run_logs(results: Path) -> str:
+    """The tail of each sweep job's run.log, for a failure message (a job's own error is only there)."""
+    return "".join(f"\n--- {p}:\n{p.read_text()[-2000:]}" for p in results.glob(".multirun/*/*/run.log"))
+
+
 def test_modal_launcher_on_the_stand_in(toy, tmp_path: Path) -> None:
     from tests.modal_standin import working_bwrap
 
     if working_bwrap() is None:
         pytest.skip("the stand-in needs a working bubblewrap")
-    proc = run_cli("-m", "hydra/launcher=modal", "hydra.launcher.client=tests.modal_standin:from_env",
-                   f"hydra.launcher.remote_python={sys.executable}", "hydra.launcher.agent_code_in_run=true",
-                   "agent=optuna", "task=toy", "budget.steps=1",
-                   f"results_dir={tmp_path / 'results'}", "quiet=true", "seed=0,1",
-                   env={"RESEARCHBENCH_STANDIN_ROOT": str(tmp_path / "standin")})
-    logs = "".join(p.read_text()[-2000:] for p in (tmp_path / "results").glob(".multirun/*/*/run.log"))
-    assert proc.returncode == 0, proc.stderr + logs
+    proc = _standin_sweep(tmp_path, "seed=0,1")
+    assert proc.returncode == 0, proc.stderr + _run_logs(tmp_path / "results")
     rows = _table(proc.stdout)
     assert [r[2] for r in rows] == ["0", "1"] and all(r[4] != "-" for r in rows)
     # the runs happened in the stand-in's containers and their run dirs came back
@@ -235,20 +243,16 @@ def test_stand_in_containers_share_the_hosts_job_uid_leases(toy, tmp_path: Path)
     cfg = LocalExecutorConfig()
     lease = JobUids(cfg.job_uid, cfg.job_uid_count).try_acquire()  # the uid a container would lease first
     assert lease is not None
-    holder = subprocess.Popen(["/bin/sh", "-c", HOLD_PROCESSES], user=lease.uid, group=lease.uid, extra_groups=[], cwd="/",
-                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    holder = subprocess.Popen(["/bin/sh", "-c", HOLD_PROCESSES], user=lease.uid, group=lease.uid, extra_groups=[],
+                              cwd="/", stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
-        proc = run_cli("-m", "hydra/launcher=modal", "hydra.launcher.client=tests.modal_standin:from_env",
-                       f"hydra.launcher.remote_python={sys.executable}", "hydra.launcher.agent_code_in_run=true",
-                       "agent=optuna", "task=toy", "budget.steps=1", f"results_dir={tmp_path / 'results'}",
-                       "quiet=true", "seed=0", env={"RESEARCHBENCH_STANDIN_ROOT": str(tmp_path / "standin")})
+        proc = _standin_sweep(tmp_path, "seed=0")
     finally:
         os.killpg(holder.pid, 9)
         holder.wait()
         lease.release()
-    logs = "".join(p.read_text()[-2000:] for p in (tmp_path / "results").glob(".multirun/*/*/run.log"))
-    assert proc.returncode == 0, proc.stderr + logs
+    assert proc.returncode == 0, proc.stderr + _run_logs(tmp_path / "results")
 
 
 def test_a_sweeps_folder_scores_exactly_its_runs(toy, tmp_path: Path, capsys) -> None:
